@@ -1,0 +1,74 @@
+import "reflect-metadata";
+import { mkdirSync } from "node:fs";
+import { dirname } from "node:path";
+import { DataSource } from "typeorm";
+import { entities } from "./entities.js";
+import { Init1732200000000 } from "./migrations/1732200000000-init.js";
+import { Idempotency1732300000000 } from "./migrations/1732300000000-idempotency.js";
+import { Stripe1732400000000 } from "./migrations/1732400000000-stripe.js";
+import { BinaryCollation1732500000000 } from "./migrations/1732500000000-binary-collation.js";
+
+export type DatabaseKind = "sqlite" | "mysql";
+
+/** `sqlite:<path>`, `sqlite::memory:` or `mysql://user:pass@host:port/db`. */
+export function createDataSource(url: string): DataSource {
+  const common = { entities, migrations: [Init1732200000000, Idempotency1732300000000, Stripe1732400000000, BinaryCollation1732500000000], synchronize: false, logging: false as const };
+  if (url.startsWith("sqlite:")) {
+    const path = url.slice("sqlite:".length);
+    if (path !== ":memory:") mkdirSync(dirname(path), { recursive: true });
+    return new DataSource({
+      ...common,
+      type: "better-sqlite3",
+      database: path,
+      // WAL lets readers proceed while a writer commits; busy_timeout waits instead of SQLITE_BUSY.
+      prepareDatabase: (db: { pragma(s: string): unknown }) => {
+        db.pragma("journal_mode = WAL");
+        db.pragma("busy_timeout = 5000");
+        db.pragma("synchronous = NORMAL");
+      },
+    });
+  }
+  if (url.startsWith("mysql://") || url.startsWith("mariadb://")) {
+    return new DataSource({
+      ...common,
+      type: "mysql",
+      url: url.replace(/^mariadb:/, "mysql:"),
+      timezone: "Z",
+      charset: "utf8mb4",
+      supportBigNumbers: true,
+      bigNumberStrings: false,
+      extra: { connectionLimit: 20 },
+    });
+  }
+  throw new Error(`Unsupported DATABASE_URL '${url}': use sqlite:<path>, sqlite::memory: or mysql://user:pass@host:port/db`);
+}
+
+export const databaseKind = (ds: DataSource): DatabaseKind => (ds.options.type === "mysql" ? "mysql" : "sqlite");
+
+/** Runs pending migrations; on MySQL under a named lock so instances starting together take turns. */
+export async function migrate(ds: DataSource): Promise<void> {
+  if (databaseKind(ds) !== "mysql") {
+    await ds.runMigrations({ transaction: "all" });
+    return;
+  }
+  const runner = ds.createQueryRunner();
+  try {
+    await runner.query("SELECT GET_LOCK('cardctl_migrate', 60)");
+    await ds.runMigrations({ transaction: "none" });
+  } finally {
+    await runner.query("SELECT RELEASE_LOCK('cardctl_migrate')").catch(() => undefined);
+    await runner.release();
+  }
+}
+
+/** True when an insert failed on a unique index, on either database. */
+export function isUniqueViolation(err: unknown): boolean {
+  const e = err as { code?: string; driverError?: { code?: string } };
+  const code = e?.driverError?.code ?? e?.code;
+  return code === "ER_DUP_ENTRY" || code === "SQLITE_CONSTRAINT_UNIQUE" || code === "SQLITE_CONSTRAINT_PRIMARYKEY";
+}
+
+/** Rows changed by an UPDATE, from either driver's result shape. */
+export function affected(result: { affected?: number | null }): number {
+  return result.affected ?? 0;
+}

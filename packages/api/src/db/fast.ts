@@ -1,0 +1,175 @@
+import { FindOperator, type DataSource, type FindManyOptions, type EntityMetadata, type EntitySchema, type ObjectLiteral, type Repository } from "typeorm";
+import type { ColumnMetadata } from "typeorm/metadata/ColumnMetadata.js";
+
+/**
+ * The hot path's repository: the same methods and results as TypeORM's Repository for the simple
+ * shapes every request uses (equality, In, IsNull, LessThan, MoreThan on columns; one ORDER BY; a
+ * LIMIT), as one cached SQL string per shape run through the data source's own query runner, and
+ * rows hydrated with the driver's own per-column conversion (booleans, bigint transformers). Any
+ * other shape (relations, select, arrays of conditions, null values, …) goes to TypeORM unchanged.
+ * TypeORM builds a query builder, its SQL and its result mapping on every call; on a read that is
+ * mostly what the request costs.
+ */
+export type FastRepository<T extends ObjectLiteral> = Pick<
+  Repository<T>,
+  "findOneBy" | "findOneByOrFail" | "find" | "countBy" | "update" | "insert" | "delete" | "findOne" | "createQueryBuilder"
+> & {
+  /**
+   * `find`, with MySQL/MariaDB told to use `index` (FORCE INDEX): their sampled statistics can
+   * make the optimizer walk another index over the whole table. SQLite's planner needs no hint.
+   */
+  findUsingIndex(index: string, opts: FindManyOptions<T>): Promise<T[]>;
+};
+
+type Where = Record<string, unknown>;
+interface Compiled {
+  sql: string;
+  params: unknown[];
+}
+
+const cache = new WeakMap<DataSource, Map<unknown, FastRepository<any>>>();
+
+export function fastRepository<T extends ObjectLiteral>(ds: DataSource, entity: EntitySchema<T>): FastRepository<T> {
+  let perDs = cache.get(ds);
+  if (!perDs) cache.set(ds, (perDs = new Map()));
+  let fast = perDs.get(entity) as FastRepository<T> | undefined;
+  if (!fast) perDs.set(entity, (fast = build(ds, ds.getRepository(entity))));
+  return fast;
+}
+
+function build<T extends ObjectLiteral>(ds: DataSource, repo: Repository<T>): FastRepository<T> {
+  const meta: EntityMetadata = repo.metadata;
+  const driver = ds.driver;
+  const q = (name: string) => driver.escape(name);
+  const table = q(meta.tableName);
+  const columns = new Map<string, ColumnMetadata>(meta.columns.map((c) => [c.propertyName, c]));
+  const selectList = meta.columns.map((c) => q(c.databaseName)).join(", ");
+  const increment = meta.columns.find((c) => c.isGenerated && c.generationStrategy === "increment");
+
+  /** `WHERE …` and its parameters, or null when the shape is not one we mirror exactly. */
+  const where = (w: unknown): Compiled | null => {
+    if (!w || typeof w !== "object" || Array.isArray(w)) return null;
+    const parts: string[] = [];
+    const params: unknown[] = [];
+    for (const [prop, value] of Object.entries(w as Where)) {
+      const col = columns.get(prop);
+      if (value === undefined) continue; // TypeORM skips undefined conditions too
+      if (!col || value === null) return null;
+      const name = q(col.databaseName);
+      if (value instanceof FindOperator) {
+        const v = value.value;
+        if (value.type === "isNull") parts.push(`${name} IS NULL`);
+        else if (value.type === "in" && Array.isArray(v) && v.length > 0 && v.every(scalar)) {
+          parts.push(`${name} IN (${v.map(() => "?").join(", ")})`);
+          params.push(...v);
+        } else if ((value.type === "lessThan" || value.type === "moreThan") && scalar(v)) {
+          parts.push(`${name} ${value.type === "lessThan" ? "<" : ">"} ?`);
+          params.push(v);
+        } else return null;
+      } else if (scalar(value)) {
+        parts.push(`${name} = ?`);
+        params.push(value);
+      } else return null;
+    }
+    if (parts.length === 0) return null;
+    return { sql: ` WHERE ${parts.join(" AND ")}`, params };
+  };
+
+  const run = async (sql: string, params: unknown[]) => {
+    const runner = ds.createQueryRunner();
+    try {
+      return await runner.query(sql, params, true);
+    } finally {
+      await runner.release();
+    }
+  };
+
+  const hydrate = (raw: Record<string, unknown>): T => {
+    const entity = meta.create() as Record<string, unknown>;
+    for (const col of meta.columns) {
+      const value = raw[col.databaseName];
+      if (value !== undefined) entity[col.propertyName] = driver.prepareHydratedValue(value, col);
+    }
+    return entity as T;
+  };
+
+  const select = async (w: Compiled, tail: string, from = table): Promise<T[]> => {
+    const res = await run(`SELECT ${selectList} FROM ${from}${w.sql}${tail}`, w.params);
+    return (res.records as Record<string, unknown>[]).map(hydrate);
+  };
+
+  /** `ORDER BY …` for `{col: "ASC" | "DESC"}`, or null. */
+  const orderBy = (order: unknown): string | null => {
+    if (order === undefined) return "";
+    if (!order || typeof order !== "object") return null;
+    const parts: string[] = [];
+    for (const [prop, dir] of Object.entries(order as Record<string, unknown>)) {
+      const col = columns.get(prop);
+      if (!col || (dir !== "ASC" && dir !== "DESC")) return null;
+      parts.push(`${q(col.databaseName)} ${dir}`);
+    }
+    return parts.length ? ` ORDER BY ${parts.join(", ")}` : "";
+  };
+
+  const persistent = (prop: string, value: unknown): unknown => driver.preparePersistentValue(value, columns.get(prop)!);
+
+  const find = async (opts: FindManyOptions<T> | undefined, from: string): Promise<T[]> => {
+    const keys = Object.keys(opts ?? {});
+    const c = keys.every((k) => k === "where" || k === "order" || k === "take") ? where(opts?.where) : null;
+    const order = c ? orderBy(opts?.order) : null;
+    const take = opts?.take;
+    if (!c || order === null || (take !== undefined && !(Number.isInteger(take) && take > 0))) return repo.find(opts);
+    return select(c, `${order}${take !== undefined ? ` LIMIT ${take}` : ""}`, from);
+  };
+
+  const fast: FastRepository<T> = {
+    async findOneBy(w) {
+      const c = where(w);
+      if (!c) return repo.findOneBy(w);
+      return (await select(c, " LIMIT 1"))[0] ?? null;
+    },
+    async findOneByOrFail(w) {
+      const c = where(w);
+      if (!c) return repo.findOneByOrFail(w);
+      const found = (await select(c, " LIMIT 1"))[0];
+      return found ?? repo.findOneByOrFail(w); // TypeORM's own EntityNotFoundError
+    },
+    find: (opts) => find(opts, table),
+    findUsingIndex: (index, opts) => find(opts, driver.options.type === "mysql" ? `${table} FORCE INDEX (${q(index)})` : table),
+    async countBy(w) {
+      const c = where(w);
+      if (!c) return repo.countBy(w);
+      const res = await run(`SELECT COUNT(1) AS ${q("cnt")} FROM ${table}${c.sql}`, c.params);
+      return Number((res.records as { cnt: unknown }[])[0]?.cnt ?? 0);
+    },
+    async update(criteria, partial) {
+      const c = where(criteria);
+      const sets = Object.entries(partial as Record<string, unknown>).filter(([, v]) => v !== undefined);
+      if (!c || sets.length === 0 || sets.some(([k, v]) => !columns.has(k) || !(scalar(v) || v === null)))
+        return repo.update(criteria as never, partial);
+      const res = await run(`UPDATE ${table} SET ${sets.map(([k]) => `${q(columns.get(k)!.databaseName)} = ?`).join(", ")}${c.sql}`, [
+        ...sets.map(([k, v]) => persistent(k, v)),
+        ...c.params,
+      ]);
+      return { raw: res.raw, affected: res.affected, generatedMaps: [] };
+    },
+    async insert(entity) {
+      if (!entity || typeof entity !== "object" || Array.isArray(entity)) return repo.insert(entity);
+      const values = Object.entries(entity as Record<string, unknown>).filter(([, v]) => v !== undefined);
+      if (values.some(([k, v]) => !columns.has(k) || !(scalar(v) || v === null))) return repo.insert(entity);
+      const res = await run(
+        `INSERT INTO ${table} (${values.map(([k]) => q(columns.get(k)!.databaseName)).join(", ")}) VALUES (${values.map(() => "?").join(", ")})`,
+        values.map(([k, v]) => persistent(k, v)),
+      );
+      // Like TypeORM: the generated increment key (SQLite: last row id; MySQL: insertId) is returned.
+      const generated = increment && !(increment.propertyName in (entity as object)) ? { [increment.propertyName]: Number(res.raw?.insertId ?? res.raw) } : {};
+      return { identifiers: [generated], generatedMaps: [generated], raw: res.raw };
+    },
+    delete: (criteria) => repo.delete(criteria as never),
+    findOne: (opts) => repo.findOne(opts),
+    createQueryBuilder: ((alias?: string) => repo.createQueryBuilder(alias)) as Repository<T>["createQueryBuilder"],
+  };
+  return fast;
+}
+
+const scalar = (v: unknown): v is string | number => typeof v === "string" || (typeof v === "number" && Number.isFinite(v));

@@ -1,0 +1,29 @@
+import type { DataSource } from "typeorm";
+import type { Mode, Role } from "../db/entities.js";
+import type { ProcessorResolver } from "../processor/types.js";
+
+export interface DomainConfig {
+  /** Base of setup_url and other links. */
+  publicUrl: string;
+  approvalTtlMs: number;
+  /** Longest a single processor call may take before it counts as failed. */
+  processorTimeoutMs: number;
+  /** How long a card in CREATING belongs to the request minting it before recovery may take over. */
+  creationLeaseMs: number;
+}
+
+export interface Deps {
+  ds: DataSource;
+  processors: ProcessorResolver;
+  config: DomainConfig;
+  /** Test hook: runs between the hold and the mint of every card (crash tests pause here). */
+  afterHold?: (cardId: string) => Promise<void>;
+}
+
+/** The API key a request authenticated with. */
+export interface Principal {
+  keyId: string;
+  accountId: string;
+  mode: Mode;
+  role: Role;
+}

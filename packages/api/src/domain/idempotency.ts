@@ -1,0 +1,86 @@
+import { LessThan } from "typeorm";
+import { affected, isUniqueViolation } from "../db/datasource.js";
+import { IdempotencyEntity } from "../db/entities.js";
+import type { Deps } from "./deps.js";
+import { AppError } from "./errors.js";
+import { fastRepository } from "../db/fast.js";
+
+export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
+
+export type IdempotencyOutcome =
+  /** `scope` names this claim of the key: `<key id>:<key>:<claimed at>`. */
+  | { kind: "proceed"; scope: string }
+  | { kind: "replay"; status: number; body: string };
+
+/**
+ * Idempotency keys, stored in the database so they hold across restarts and instances. `begin`
+ * claims a key with a unique insert: exactly one request runs, the others replay its stored
+ * response, wait (409), or are told the key was used for another request (422).
+ */
+export class IdempotencyStore {
+  constructor(private readonly deps: Deps) {}
+
+  private get repo() {
+    return fastRepository(this.deps.ds, IdempotencyEntity);
+  }
+
+  async begin(apiKeyId: string, key: string, requestHash: string): Promise<IdempotencyOutcome> {
+    const now = Date.now();
+    const lockUntil = now + this.deps.config.creationLeaseMs;
+    for (let attempt = 0; attempt < 2; attempt++) {
+      try {
+        await this.repo.insert({
+          api_key_id: apiKeyId,
+          idem_key: key,
+          request_hash: requestHash,
+          status: "RUNNING",
+          response_status: null,
+          response_body: null,
+          locked_until: lockUntil,
+          created_at: now,
+          expires_at: now + IDEMPOTENCY_TTL_MS,
+        });
+        return { kind: "proceed", scope: `${apiKeyId}:${key}:${now}` };
+      } catch (err) {
+        if (!isUniqueViolation(err)) throw err;
+      }
+      const found = await this.repo.findOneBy({ api_key_id: apiKeyId, idem_key: key });
+      if (!found) continue; // purged in between: claim again
+      if (found.expires_at <= now) {
+        await this.repo.delete({ api_key_id: apiKeyId, idem_key: key, expires_at: found.expires_at });
+        continue;
+      }
+      if (found.request_hash !== requestHash)
+        throw new AppError(
+          422,
+          "idempotency_key_reused",
+          "This Idempotency-Key was already used for a different request. Use a new key for a new request.",
+        );
+      if (found.status === "DONE") return { kind: "replay", status: found.response_status!, body: found.response_body! };
+      // Still running, unless the request that claimed it died: then this retry takes over.
+      const takeover = await this.repo.update(
+        { api_key_id: apiKeyId, idem_key: key, status: "RUNNING", locked_until: LessThan(now) },
+        { locked_until: lockUntil },
+      );
+      if (affected(takeover) === 1) return { kind: "proceed", scope: `${apiKeyId}:${key}:${found.created_at}` };
+      break;
+    }
+    throw new AppError(409, "idempotency_key_in_use", "A request with this Idempotency-Key is still running; retry shortly.");
+  }
+
+  async complete(apiKeyId: string, key: string, status: number, body: string): Promise<void> {
+    await this.repo.update(
+      { api_key_id: apiKeyId, idem_key: key, status: "RUNNING" },
+      { status: "DONE", response_status: status, response_body: body },
+    );
+  }
+
+  /** Forgets a key whose request should not be remembered (validation errors, server failures). */
+  async release(apiKeyId: string, key: string): Promise<void> {
+    await this.repo.delete({ api_key_id: apiKeyId, idem_key: key, status: "RUNNING" });
+  }
+
+  async purgeExpired(): Promise<number> {
+    return affected(await this.repo.delete({ expires_at: LessThan(Date.now()) }));
+  }
+}

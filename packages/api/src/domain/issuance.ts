@@ -1,0 +1,219 @@
+import { In, LessThan } from "typeorm";
+import { affected, isUniqueViolation } from "../db/datasource.js";
+import { CardEntity, type Account, type Card } from "../db/entities.js";
+import { PaymentDeclinedError, type Processor, type ProcessorAccount } from "../processor/types.js";
+import type { Deps, Principal } from "./deps.js";
+import { AppError } from "./errors.js";
+import { newId } from "./ids.js";
+import { callProcessor, toApiError } from "./processor-call.js";
+import { fastRepository } from "../db/fast.js";
+
+export interface IssueRequest {
+  cardId?: string;
+  amountCents: number;
+  agentId: string | null;
+  purpose: string | null;
+  approvalId?: string;
+  /** `<key id>:<Idempotency-Key>`: a retry of the same request finds the card it made. */
+  creationKey?: string | null;
+}
+
+export const processorAccount = (account: Account, mode: Principal["mode"]): ProcessorAccount => ({
+  accountId: account.id,
+  mode,
+  paymentMethod: account.payment_method ?? "",
+});
+
+/**
+ * Places the hold and mints the card (DESIGN 3.5). The card row is written first, in CREATING
+ * with its hold PENDING (the insert is the intent record), and every processor call carries a key
+ * derived from the card id, so a crash at any point is finished by the recovery pass, or
+ * compensated, and never yields a second hold or card.
+ */
+export class CardIssuer {
+  constructor(private readonly deps: Deps) {}
+
+  private get cards() {
+    return fastRepository(this.deps.ds, CardEntity);
+  }
+
+  async issue(p: Principal, account: Account, req: IssueRequest): Promise<Card> {
+    const processor = this.deps.processors(p.mode);
+    const now = Date.now();
+    const row: Omit<Card, "seq"> = {
+      id: req.cardId ?? newId("card"),
+      account_id: p.accountId,
+      mode: p.mode,
+      status: "CREATING",
+      amount_cents: req.amountCents,
+      remaining_cents: req.amountCents,
+      spent_cents: 0,
+      agent_id: req.agentId,
+      purpose: req.purpose,
+      last_four: null,
+      expiration: null,
+      processor_card_id: null,
+      hold_id: null,
+      // Intent first: PENDING means "a hold may exist under this card's key".
+      hold_status: "PENDING",
+      approval_id: req.approvalId ?? null,
+      creation_key: req.creationKey ?? null,
+      lease_until: now + this.deps.config.creationLeaseMs,
+      revoked_at: null,
+      created_at: now,
+      closed_at: null,
+      used_at: null,
+    };
+    let inserted;
+    try {
+      inserted = await this.cards.insert(row);
+    } catch (err) {
+      if (!isUniqueViolation(err)) throw err;
+      return this.resume(p, account, req);
+    }
+    return this.drive({ ...row, seq: inserted.identifiers[0]!.seq as number }, account, processor);
+  }
+
+  /**
+   * A request retried after its first attempt made a card row: answer from that row's state. A
+   * FAILED attempt (fully compensated) is set aside and the request runs afresh under new ids.
+   */
+  private async resume(p: Principal, account: Account, req: IssueRequest): Promise<Card> {
+    const existing = await this.cards.findOneBy(req.approvalId ? { approval_id: req.approvalId } : { creation_key: req.creationKey! });
+    if (!existing) throw new AppError(409, "idempotency_key_in_use", "A request with this Idempotency-Key is still running.");
+    if (existing.status === "FAILED") {
+      const processor = this.deps.processors(existing.mode);
+      if (existing.hold_status === "PENDING" || existing.hold_status === "OPEN")
+        await this.releaseHold(existing, processorAccount(account, existing.mode), processor).catch((err) => {
+          throw toApiError(err);
+        });
+      await this.cards.update({ id: existing.id, status: "FAILED" }, { creation_key: null, approval_id: null });
+      return this.issue(p, account, { ...req, cardId: undefined });
+    }
+    if (existing.status !== "CREATING") return existing;
+    if (!(await this.claim(existing)))
+      throw new AppError(409, "idempotency_key_in_use", "A request with this Idempotency-Key is still running.");
+    return this.drive(existing, account, this.deps.processors(existing.mode));
+  }
+
+  /** Takes over a CREATING row whose lease ran out (its request died); false if another holds it. */
+  private async claim(card: Card): Promise<boolean> {
+    const now = Date.now();
+    const res = await this.cards.update(
+      { id: card.id, status: "CREATING", lease_until: LessThan(now) },
+      { lease_until: now + this.deps.config.creationLeaseMs },
+    );
+    return affected(res) === 1;
+  }
+
+  /** Moves a CREATING card forward from whatever step it reached: hold, then mint, then OPEN. */
+  private async drive(card: Card, account: Account, processor: Processor): Promise<Card> {
+    const pa = processorAccount(account, card.mode);
+    const timeout = this.deps.config.processorTimeoutMs;
+    if (card.hold_status === "NONE" || card.hold_status === "PENDING") {
+      // Rows written before holds were recorded as PENDING at insert get their intent first.
+      if (card.hold_status === "NONE") await this.cards.update({ id: card.id, status: "CREATING" }, { hold_status: "PENDING" });
+      try {
+        const { holdId } = await callProcessor("hold", timeout, () => processor.placeHold(pa, card.amount_cents, `${card.id}:hold`));
+        card.hold_id = holdId;
+      } catch (err) {
+        // A decline is definite: no hold exists. Anything else may have left one; release it.
+        await this.fail(card, pa, processor, err instanceof PaymentDeclinedError ? "NONE" : "PENDING");
+        throw toApiError(err);
+      }
+      await this.cards.update({ id: card.id, status: "CREATING" }, { hold_id: card.hold_id, hold_status: "OPEN" });
+      card.hold_status = "OPEN";
+    }
+    await this.deps.afterHold?.(card.id);
+    let minted;
+    try {
+      minted = await callProcessor("mint", timeout, () =>
+        processor.mintCard(pa, { cardId: card.id, amountCents: card.amount_cents, agentId: card.agent_id }, `${card.id}:mint`),
+      );
+    } catch (err) {
+      await this.fail(card, pa, processor, "OPEN");
+      await this.revokeLostMint(card, pa, processor).catch(() => undefined);
+      throw toApiError(err);
+    }
+    const done = await this.cards.update(
+      { id: card.id, status: "CREATING" },
+      {
+        status: "OPEN",
+        processor_card_id: minted.processorCardId,
+        last_four: minted.lastFour,
+        expiration: minted.expiration,
+        lease_until: null,
+      },
+    );
+    if (affected(done) === 1)
+      return {
+        ...card,
+        status: "OPEN",
+        processor_card_id: minted.processorCardId,
+        last_four: minted.lastFour,
+        expiration: minted.expiration,
+        lease_until: null,
+      };
+    const final = (await this.cards.findOneBy({ id: card.id }))!;
+    if (final.status === "OPEN") return final;
+    // Recovery compensated this card while we were minting: take back what we just made.
+    await callProcessor("revoke", timeout, () => processor.revokeCard(pa, minted.processorCardId, `${card.id}:revoke`)).catch(() => undefined);
+    throw new AppError(502, "processor_error", "The card processor was too slow; the request was rolled back and nothing is held.");
+  }
+
+  /**
+   * Compensation: the card becomes FAILED and any hold it may have is cancelled. If cancelling
+   * fails too, the hold stays marked and the recovery pass retries it.
+   */
+  private async fail(card: Card, pa: ProcessorAccount, processor: Processor, holdStatus: "NONE" | "PENDING" | "OPEN") {
+    await this.cards.update({ id: card.id, status: "CREATING" }, { status: "FAILED", hold_status: holdStatus, lease_until: null });
+    if (holdStatus !== "NONE") await this.releaseHold({ ...card, hold_status: holdStatus }, pa, processor).catch(() => undefined);
+  }
+
+  /** Cancels a card's hold if it has (or may have) one; a PENDING hold is first found by its key. */
+  async releaseHold(card: Card, pa: ProcessorAccount, processor: Processor): Promise<void> {
+    const timeout = this.deps.config.processorTimeoutMs;
+    let holdId = card.hold_id;
+    if (card.hold_status === "PENDING") {
+      try {
+        holdId = (await callProcessor("hold", timeout, () => processor.placeHold(pa, card.amount_cents, `${card.id}:hold`))).holdId;
+      } catch (err) {
+        if (!(err instanceof PaymentDeclinedError)) throw err;
+        holdId = null;
+      }
+    }
+    if (holdId) await callProcessor("cancel", timeout, () => processor.cancelHold(pa, holdId!, `${card.id}:cancel`));
+    await this.cards.update({ id: card.id, hold_status: In(["PENDING", "OPEN"]) }, { hold_id: holdId, hold_status: "RELEASED" });
+  }
+
+  /**
+   * A mint that failed or timed out may still have made a card at the processor (its answer lost).
+   * The same idempotency key finds it again, and it is revoked: no card ever lives without a hold.
+   */
+  private async revokeLostMint(card: Card, pa: ProcessorAccount, processor: Processor): Promise<void> {
+    const timeout = this.deps.config.processorTimeoutMs;
+    const minted = await callProcessor("mint", timeout, () =>
+      processor.mintCard(pa, { cardId: card.id, amountCents: card.amount_cents, agentId: card.agent_id }, `${card.id}:mint`),
+    );
+    await callProcessor("revoke", timeout, () => processor.revokeCard(pa, minted.processorCardId, `${card.id}:revoke`));
+    await this.cards.update({ id: card.id, status: "FAILED" }, { processor_card_id: minted.processorCardId, revoked_at: Date.now() });
+  }
+
+  /** Frees a failed card's approval so the approval can be tried again. */
+  async detachFailed(cardId: string): Promise<void> {
+    await this.cards.update({ id: cardId, status: "FAILED" }, { approval_id: null });
+  }
+
+  /** Recovery: finishes cards whose request died mid-way (lease expired). */
+  async recoverStuck(accountOf: (id: string) => Promise<Account>): Promise<number> {
+    const stuck = await this.cards.find({ where: { status: "CREATING", lease_until: LessThan(Date.now()) }, take: 100 });
+    let n = 0;
+    for (const card of stuck) {
+      if (!(await this.claim(card))) continue;
+      const account = await accountOf(card.account_id);
+      await this.drive(card, account, this.deps.processors(card.mode)).catch(() => undefined);
+      n++;
+    }
+    return n;
+  }
+}

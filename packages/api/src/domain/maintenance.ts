@@ -1,0 +1,28 @@
+import type { AccountService } from "./accounts.js";
+import type { ApprovalService } from "./approvals.js";
+import type { CardService } from "./cards.js";
+import type { IdempotencyStore } from "./idempotency.js";
+import type { CardIssuer } from "./issuance.js";
+
+/**
+ * The periodic pass: expires approvals, finishes or compensates cards whose request died,
+ * completes processor work left half done, and forgets idempotency keys older than 24 h. Every
+ * step claims rows with conditional updates, so all instances may run it at once.
+ */
+export class Maintenance {
+  constructor(
+    private readonly accounts: AccountService,
+    private readonly approvals: ApprovalService,
+    private readonly cards: CardService,
+    private readonly issuer: CardIssuer,
+    private readonly idempotency: IdempotencyStore,
+  ) {}
+
+  async run(): Promise<{ expired: number; recovered: number; settled: number; purged: number }> {
+    const expired = await this.approvals.expireDue();
+    const recovered = await this.issuer.recoverStuck((id) => this.accounts.get(id));
+    const settled = await this.cards.settleLeftovers();
+    const purged = await this.idempotency.purgeExpired();
+    return { expired, recovered, settled, purged };
+  }
+}

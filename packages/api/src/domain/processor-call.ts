@@ -1,0 +1,30 @@
+import { PaymentDeclinedError, ProcessorError } from "../processor/types.js";
+import { AppError } from "./errors.js";
+
+/**
+ * Runs one processor call with a deadline. A timeout counts as a failure: the caller compensates,
+ * and because every call carries an idempotency key, a late success is found again on retry.
+ */
+export async function callProcessor<T>(step: string, timeoutMs: number, fn: () => Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new ProcessorError(`The card processor did not answer within ${timeoutMs} ms.`, step)), timeoutMs);
+  });
+  try {
+    return await Promise.race([fn(), deadline]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Maps a processor failure to the API's error; anything else passes through untouched. */
+export function toApiError(err: unknown): unknown {
+  if (err instanceof PaymentDeclinedError)
+    return new AppError(402, "payment_method_declined", err.message, { decline_code: err.declineCode });
+  if (err instanceof ProcessorError)
+    return new AppError(502, "processor_error", `The card processor failed during ${err.step}: ${err.message}`, {
+      step: err.step,
+      ...err.details,
+    });
+  return err;
+}

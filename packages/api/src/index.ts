@@ -1,0 +1,16 @@
+export { createDataSource, databaseKind, isUniqueViolation, migrate, type DatabaseKind } from "./db/datasource.js";
+export type { Mode, Role } from "./db/entities.js";
+export type { DomainConfig, Deps, Principal } from "./domain/deps.js";
+export { AppError, errorEnvelope, type ErrorEnvelope } from "./domain/errors.js";
+export { createServices, type Services } from "./domain/services.js";
+export { sha256, safeEqual } from "./domain/secrets.js";
+export { randomToken, newId } from "./domain/ids.js";
+export { SimulatedProcessor, type SimFault, type SimStep } from "./processor/simulated.js";
+export type { Processor, ProcessorResolver } from "./processor/types.js";
+export { StripeProcessor, EPHEMERAL_KEY_API_VERSION, type StripeProcessorOptions } from "./processor/stripe.js";
+export { ProcessorEventLog } from "./processor/events.js";
+export { buildOpenApiDocument } from "./openapi.js";
+export { adminRouter, type AdminRouter } from "./router/admin.js";
+export { appRouter, type AppRouter } from "./router/index.js";
+export { responseStatus, toAppError, type Context } from "./trpc.js";
+export * as schemas from "@cardctl/contract";

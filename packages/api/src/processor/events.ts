@@ -1,0 +1,36 @@
+import type { DataSource } from "typeorm";
+import { isUniqueViolation } from "../db/datasource.js";
+
+export type EventClaim = { kind: "new" } | { kind: "seen"; outcome: string | null };
+
+/**
+ * Webhook events already handled, by the processor's event id: delivery is at least once, so a
+ * replay is answered from here instead of being applied twice. A claim whose handling failed is
+ * released, so the processor's retry runs it again.
+ */
+export class ProcessorEventLog {
+  constructor(private readonly ds: DataSource) {}
+
+  async claim(id: string, type: string): Promise<EventClaim> {
+    try {
+      await this.ds.query(`INSERT INTO stripe_events (id, type, outcome, received_at) VALUES (?, ?, NULL, ?)`, [id, type, Date.now()]);
+      return { kind: "new" };
+    } catch (err) {
+      if (!isUniqueViolation(err)) throw err;
+      return { kind: "seen", outcome: await this.outcome(id) };
+    }
+  }
+
+  async outcome(id: string): Promise<string | null> {
+    const [row] = await this.ds.query(`SELECT outcome FROM stripe_events WHERE id = ?`, [id]);
+    return row?.outcome ?? null;
+  }
+
+  async complete(id: string, outcome: string): Promise<void> {
+    await this.ds.query(`UPDATE stripe_events SET outcome = ? WHERE id = ?`, [outcome, id]);
+  }
+
+  async release(id: string): Promise<void> {
+    await this.ds.query(`DELETE FROM stripe_events WHERE id = ? AND outcome IS NULL`, [id]);
+  }
+}

@@ -1,0 +1,133 @@
+import { randomInt } from "node:crypto";
+import type { DataSource } from "typeorm";
+import { isUniqueViolation } from "../db/datasource.js";
+import { newId, randomToken } from "../domain/ids.js";
+import { sha256 } from "../domain/secrets.js";
+import { withLuhnDigit } from "./luhn.js";
+import { PaymentDeclinedError, ProcessorError, type MintedCard, type Processor, type ProcessorAccount } from "./types.js";
+
+export type SimStep = "hold" | "mint" | "revoke" | "capture" | "cancel" | "ephemeral_key";
+/** fail: the call errors after doing nothing; hang: it never answers; decline: the hold is declined. */
+export type SimFault = "fail" | "hang" | "decline";
+
+const EPHEMERAL_KEY_TTL_MS = 15 * 60 * 1000;
+/** Payment methods ending in this are declined, like a processor's test cards. */
+const DECLINING_PAYMENT_METHOD = /_decline$/;
+
+/**
+ * A card processor's test environment, in-process. Its state lives in its own sim_* tables, so it
+ * survives restarts and is shared by every instance, as a real processor would be. Card numbers
+ * and CVCs stay in here; the service only ever sees last four, expiry and the card id.
+ */
+export class SimulatedProcessor implements Processor {
+  readonly name = "simulated";
+  private readonly faults = new Map<SimStep, SimFault>();
+
+  constructor(private readonly ds: DataSource) {}
+
+  /** Test hook: make every following call of a step fail, hang or decline, until cleared. */
+  setFault(step: SimStep, fault: SimFault | null): void {
+    if (fault) this.faults.set(step, fault);
+    else this.faults.delete(step);
+  }
+
+  private async inject(step: SimStep): Promise<void> {
+    const fault = this.faults.get(step);
+    if (fault === "fail") throw new ProcessorError(`Simulated processor failure at ${step}.`, step);
+    if (fault === "hang") await new Promise(() => undefined);
+  }
+
+  async placeHold(account: ProcessorAccount, amountCents: number, idempotencyKey: string) {
+    await this.inject("hold");
+    if (this.faults.get("hold") === "decline" || DECLINING_PAYMENT_METHOD.test(account.paymentMethod))
+      throw new PaymentDeclinedError("card_declined");
+    const row = {
+      id: newId("hold").replace("hold_", "pi_sim_"),
+      idempotency_key: idempotencyKey,
+      mode: account.mode,
+      payment_method: account.paymentMethod,
+      amount_cents: amountCents,
+      captured_cents: 0,
+      status: "requires_capture",
+      created_at: Date.now(),
+    };
+    const existing = await this.insertOnce("sim_holds", row);
+    return { holdId: existing.id as string };
+  }
+
+  async cancelHold(_account: ProcessorAccount, holdId: string) {
+    await this.inject("cancel");
+    await this.ds.query(`UPDATE sim_holds SET status = 'canceled' WHERE id = ? AND status = 'requires_capture'`, [holdId]);
+  }
+
+  async captureHold(_account: ProcessorAccount, holdId: string, amountCents: number) {
+    await this.inject("capture");
+    await this.ds.query(
+      `UPDATE sim_holds SET status = 'captured', captured_cents = ? WHERE id = ? AND status = 'requires_capture' AND amount_cents >= ?`,
+      [amountCents, holdId, amountCents],
+    );
+  }
+
+  async mintCard(account: ProcessorAccount, card: { cardId: string; amountCents: number }, idempotencyKey: string): Promise<MintedCard> {
+    await this.inject("mint");
+    const expires = new Date();
+    const row = {
+      id: newId("ic"),
+      idempotency_key: idempotencyKey,
+      mode: account.mode,
+      number: withLuhnDigit("424242" + String(randomInt(0, 1e9)).padStart(9, "0")),
+      cvc: String(randomInt(0, 1000)).padStart(3, "0"),
+      exp_month: expires.getUTCMonth() + 1,
+      exp_year: expires.getUTCFullYear() + 3,
+      spending_limit_cents: card.amountCents,
+      status: "active",
+      card_ref: card.cardId,
+      created_at: Date.now(),
+    };
+    const minted = await this.insertOnce("sim_cards", row);
+    return {
+      processorCardId: minted.id as string,
+      lastFour: String(minted.number).slice(-4),
+      expiration: `${String(minted.exp_month).padStart(2, "0")}/${String(Number(minted.exp_year) % 100).padStart(2, "0")}`,
+    };
+  }
+
+  async revokeCard(_account: ProcessorAccount, processorCardId: string) {
+    await this.inject("revoke");
+    await this.ds.query(`UPDATE sim_cards SET status = 'canceled' WHERE id = ?`, [processorCardId]);
+  }
+
+  async createEphemeralKey(account: ProcessorAccount, processorCardId: string) {
+    await this.inject("ephemeral_key");
+    const secret = `ek_${account.mode}_${randomToken(32)}`;
+    const expiresAt = Date.now() + EPHEMERAL_KEY_TTL_MS;
+    await this.ds.query(`INSERT INTO sim_ephemeral_keys (secret_hash, card_id, expires_at) VALUES (?, ?, ?)`, [
+      sha256(secret),
+      processorCardId,
+      expiresAt,
+    ]);
+    return { secret, expiresAt };
+  }
+
+  /** What the processor's client-side library does with an ephemeral key: reveal PAN and CVC. */
+  async reveal(secret: string): Promise<{ number: string; cvc: string; exp_month: number; exp_year: number } | null> {
+    const [key] = await this.ds.query(`SELECT card_id, expires_at FROM sim_ephemeral_keys WHERE secret_hash = ?`, [sha256(secret)]);
+    if (!key || Number(key.expires_at) < Date.now()) return null;
+    const [card] = await this.ds.query(`SELECT number, cvc, exp_month, exp_year FROM sim_cards WHERE id = ?`, [key.card_id]);
+    return card ? { number: card.number, cvc: card.cvc, exp_month: Number(card.exp_month), exp_year: Number(card.exp_year) } : null;
+  }
+
+  /** Inserts a row keyed by idempotency_key, or returns the row an earlier call with that key made. */
+  private async insertOnce(table: "sim_holds" | "sim_cards", row: Record<string, unknown>): Promise<Record<string, unknown>> {
+    const cols = Object.keys(row);
+    try {
+      await this.ds.query(`INSERT INTO ${table} (${cols.join(", ")}) VALUES (${cols.map(() => "?").join(", ")})`, Object.values(row));
+      return row;
+    } catch (err) {
+      if (!isUniqueViolation(err)) throw err;
+      const [existing] = await this.ds.query(`SELECT * FROM ${table} WHERE idempotency_key = ?`, [row.idempotency_key]);
+      return existing;
+    }
+  }
+}
+

@@ -1,0 +1,66 @@
+import { accountView, keyView } from "../domain/accounts.js";
+import { isoTime } from "../domain/ids.js";
+import * as s from "@cardctl/contract";
+import { z } from "zod";
+import { adminProcedure, router } from "../trpc.js";
+
+const tags = ["operator"];
+const accountId = z.object({ id: z.string().min(1).max(64) });
+
+/** The operator API (DESIGN 3.3), mounted at /admin/v1; stands in for the spec's dashboard. */
+export const adminRouter = router({
+  createAccount: adminProcedure
+    .meta({ openapi: { method: "POST", path: "/accounts", tags, summary: "Create an account" } })
+    .input(z.strictObject({ name: z.string().min(1).max(200) }))
+    .output(s.account)
+    .mutation(async ({ ctx, input }) => {
+      ctx.response.status = 201;
+      return accountView(await ctx.services.accounts.create(input.name));
+    }),
+
+  getAccount: adminProcedure
+    .meta({ openapi: { method: "GET", path: "/accounts/{id}", tags, summary: "Get an account" } })
+    .input(accountId)
+    .output(s.account)
+    .query(async ({ ctx, input }) => accountView(await ctx.services.accounts.get(input.id))),
+
+  setKyb: adminProcedure
+    .meta({ openapi: { method: "POST", path: "/accounts/{id}/kyb", tags, summary: "Record business verification" } })
+    .input(accountId.extend({ verified: s.exact(z.boolean()) }).strict())
+    .output(s.account)
+    .mutation(async ({ ctx, input }) => accountView(await ctx.services.accounts.setKyb(input.id, input.verified))),
+
+  setPaymentMethod: adminProcedure
+    .meta({ openapi: { method: "POST", path: "/accounts/{id}/payment_method", tags, summary: "Save (or remove) the payment method" } })
+    .input(
+      accountId
+        .extend({ payment_method: z.string().regex(/^pm_[A-Za-z0-9_]{1,200}$/, "must look like pm_…").nullable() })
+        .strict(),
+    )
+    .output(s.account)
+    .mutation(async ({ ctx, input }) => accountView(await ctx.services.accounts.setPaymentMethod(input.id, input.payment_method, "required"))),
+
+  createKey: adminProcedure
+    .meta({ openapi: { method: "POST", path: "/accounts/{id}/keys", tags, summary: "Create an API key (secret shown once)" } })
+    .input(accountId.extend({ mode: s.mode, role: s.role.default("full"), name: z.string().min(1).max(200).optional() }).strict())
+    .output(s.createdKey)
+    .mutation(async ({ ctx, input }) => {
+      const { key, secret } = await ctx.services.accounts.createKey(input.id, input.mode, input.role, input.name ?? null);
+      ctx.response.status = 201;
+      return { id: key.id, secret, mode: key.mode, role: key.role, name: key.name, created_at: isoTime(key.created_at) };
+    }),
+
+  listKeys: adminProcedure
+    .meta({ openapi: { method: "GET", path: "/accounts/{id}/keys", tags, summary: "List an account's keys" } })
+    .input(accountId)
+    .output(z.object({ data: z.array(s.apiKey) }))
+    .query(async ({ ctx, input }) => ({ data: (await ctx.services.accounts.listKeys(input.id)).map(keyView) })),
+
+  revokeKey: adminProcedure
+    .meta({ openapi: { method: "POST", path: "/keys/{id}/revoke", tags, summary: "Revoke a key, effective immediately" } })
+    .input(accountId)
+    .output(z.object({ ok: z.literal(true), revoked_at: z.string() }))
+    .mutation(async ({ ctx, input }) => ({ ok: true as const, revoked_at: isoTime(await ctx.services.accounts.revokeKey(input.id)) })),
+});
+
+export type AdminRouter = typeof adminRouter;

@@ -1,0 +1,14 @@
+import { router } from "../trpc.js";
+import { approvalsRouter, balanceRouter, policiesRouter } from "./account.js";
+import { cardsRouter, testHelpersRouter } from "./cards.js";
+
+/** Every procedure of the public API: tRPC at /trpc, REST at /v1 through trpc-to-openapi. */
+export const appRouter = router({
+  cards: cardsRouter,
+  balance: balanceRouter,
+  policies: policiesRouter,
+  approvals: approvalsRouter,
+  testHelpers: testHelpersRouter,
+});
+
+export type AppRouter = typeof appRouter;

@@ -1,0 +1,96 @@
+import { initTRPC, TRPCError } from "@trpc/server";
+import type { OpenApiMeta } from "trpc-to-openapi";
+import { ZodError } from "zod";
+import type { Principal } from "./domain/deps.js";
+import { AppError, errorEnvelope, forbidden, unauthorized, type ErrorEnvelope } from "./domain/errors.js";
+import type { Services } from "./domain/services.js";
+
+export interface Context {
+  services: Services;
+  requestId: string;
+  /** Set by the server's auth step; null when the request carried no valid API key. */
+  principal: Principal | null;
+  /** True when the request carried the operator's admin token. */
+  admin: boolean;
+  /**
+   * Identifies the claimed Idempotency-Key record (key id, key, claim time); stored on what the
+   * request creates, so a retry after a crash finds it, and a key reused after 24 h does not.
+   */
+  creationKey?: string;
+  /**
+   * Success status chosen by the procedure (201, 202; 200 when unset). A holder object, because
+   * middleware hands procedures a copy of the context.
+   */
+  response: { status?: number };
+  /** Receives the error envelope, so the server can send it unchanged on either transport. */
+  reportError?: (status: number, envelope: ErrorEnvelope) => void;
+}
+
+/** The API error behind any failure: ours, zod's input validation, or an unexpected one (500). */
+export function toAppError(error: TRPCError): AppError {
+  const cause = error.cause;
+  if (cause instanceof AppError) return cause;
+  if (cause instanceof ZodError || (error.code === "BAD_REQUEST" && cause?.name === "ZodError")) {
+    const issues = (cause as ZodError).issues.map((i) => ({ path: i.path.join(".") || "(body)", message: i.message }));
+    return new AppError(400, "validation_error", `Invalid request: ${issues.map((i) => `${i.path}: ${i.message}`).join("; ")}`, {
+      issues,
+    });
+  }
+  switch (error.code) {
+    case "PARSE_ERROR":
+      return new AppError(400, "invalid_json", "The request body is not valid JSON.");
+    case "NOT_FOUND":
+      return new AppError(404, "not_found", "No such route.");
+    case "PAYLOAD_TOO_LARGE":
+      return new AppError(413, "payload_too_large", "The request body is larger than 100 kB.");
+    case "UNSUPPORTED_MEDIA_TYPE":
+      return new AppError(415, "unsupported_media_type", "Send request bodies as JSON with 'Content-Type: application/json'.");
+    case "METHOD_NOT_SUPPORTED":
+      return new AppError(405, "method_not_allowed", error.message);
+    case "BAD_REQUEST":
+      return new AppError(400, "bad_request", error.message);
+    default:
+      return new AppError(500, "internal_error", "An unexpected error occurred. Quote the request id when asking for help.");
+  }
+}
+
+const t = initTRPC
+  .context<Context>()
+  .meta<OpenApiMeta>()
+  .create({
+    errorFormatter({ error, ctx }) {
+      const app = toAppError(error);
+      const envelope = errorEnvelope(ctx?.requestId ?? "req_unknown", app.code, app.message, app.details);
+      ctx?.reportError?.(app.status, envelope);
+      return envelope.error;
+    },
+  });
+
+export const router = t.router;
+export const createCallerFactory = t.createCallerFactory;
+
+export const publicProcedure = t.procedure;
+
+/** Any valid API key. */
+export const apiProcedure = t.procedure.use(({ ctx, next }) => {
+  if (!ctx.principal) throw unauthorized();
+  return next({ ctx: { ...ctx, principal: ctx.principal } });
+});
+
+/** Keys of role `full`: an agent must not approve its own requests or loosen its policy. */
+export const fullAccessProcedure = apiProcedure.use(({ ctx, next }) => {
+  if (ctx.principal.role !== "full") throw forbidden("This API key has the 'agent' role; this call needs a 'full' key.");
+  return next();
+});
+
+/** The operator API: the admin token. */
+export const adminProcedure = t.procedure.use(({ ctx, next }) => {
+  if (!ctx.admin) throw new AppError(401, "unauthorized", "Invalid admin token. Send it as 'Authorization: Bearer <ADMIN_TOKEN>'.");
+  return next();
+});
+
+/** Status of a response: the AppError's on failure, the procedure's choice on success. */
+export function responseStatus(ctx: Context | undefined, errors: TRPCError[]): number | undefined {
+  if (errors[0]) return toAppError(errors[0]).status;
+  return ctx?.response.status;
+}
