@@ -1,0 +1,83 @@
+import "./http/types.js";
+import { createDataSource, createServices, migrate, randomToken } from "@cardctl/api";
+import Fastify, { type FastifyServerOptions } from "fastify";
+import { bootstrap } from "./bootstrap.js";
+import type { Config } from "./config.js";
+import { registerAuth, registerAuthRejection } from "./http/auth.js";
+import { registerDocs } from "./http/docs.js";
+import { BODY_LIMIT, frameworkErrors, registerBodyShape, registerErrorShaping, registerNotFound } from "./http/errors.js";
+import { registerIdempotency } from "./http/idempotency.js";
+import { registerRateLimit } from "./http/rate-limit.js";
+import { registerTransports } from "./http/transports.js";
+import { registerStripeWebhooks } from "./http/webhooks.js";
+import { createProcessors } from "./processors.js";
+
+export interface AppOptions {
+  /** Where logs go (tests capture them); stdout by default. */
+  logStream?: NodeJS.WritableStream;
+  /** Test hook between hold and mint. */
+  afterHold?: (cardId: string) => Promise<void>;
+}
+
+const SENSITIVE_QUERY = /([?&](?:api_key|key|access_token|nonce)=)[^&]*/gi;
+
+/** Builds the whole server: database (migrated), processors, domain services and the HTTP pipeline. */
+export async function buildApp(config: Config, opts: AppOptions = {}) {
+  const ds = createDataSource(config.databaseUrl);
+  await ds.initialize();
+  await migrate(ds);
+  const processors = createProcessors(config, ds);
+  const services = createServices({
+    ds,
+    processors: processors.resolve,
+    config: {
+      publicUrl: config.publicUrl,
+      approvalTtlMs: config.approvalTtlSeconds * 1000,
+      processorTimeoutMs: config.processorTimeoutMs,
+      creationLeaseMs: config.creationLeaseMs,
+    },
+    afterHold: opts.afterHold,
+  });
+  const boot = await bootstrap(ds, services, config.adminToken);
+
+  const logger: FastifyServerOptions["logger"] = {
+    level: config.logLevel,
+    ...(opts.logStream ? { stream: opts.logStream } : {}),
+    // Secrets never reach the logs: no headers are logged, and key-like query values are masked.
+    serializers: {
+      req: (req: { method: string; url: string; id: string }) => ({
+        method: req.method,
+        url: req.url.replace(SENSITIVE_QUERY, "$1[redacted]"),
+        id: req.id,
+      }),
+    },
+  };
+  const app = Fastify({
+    logger,
+    bodyLimit: BODY_LIMIT,
+    genReqId: () => `req_${randomToken(24)}`,
+    requestIdHeader: false,
+    frameworkErrors,
+  });
+  app.addHook("onRequest", async (req, reply) => {
+    reply.header("Request-Id", req.id);
+  });
+  // The pipeline, in order: request id → error shaping → auth → rate limit → idempotency → procedure.
+  registerErrorShaping(app);
+  registerAuth(app, services, boot.adminTokenHash);
+  await registerRateLimit(app, config.rateLimitPerHour, config.redisUrl);
+  registerAuthRejection(app);
+  registerBodyShape(app);
+  registerIdempotency(app, services);
+  registerNotFound(app);
+  registerDocs(app, config.publicUrl);
+  registerTransports(app, services);
+  await registerStripeWebhooks(app, services, config.stripeWebhookSecret);
+  app.addHook("onClose", async () => {
+    await ds.destroy();
+  });
+  return { app, services, ds, simulated: processors.simulated, boot };
+}
+
+export type App = Awaited<ReturnType<typeof buildApp>>;
+export { loadConfig, type Config } from "./config.js";

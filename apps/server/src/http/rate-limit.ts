@@ -1,0 +1,38 @@
+import { AppError } from "@cardctl/api";
+import rateLimit from "@fastify/rate-limit";
+import type { FastifyInstance } from "fastify";
+import { Redis } from "ioredis";
+
+const HOUR_MS = 60 * 60 * 1000;
+
+/**
+ * @fastify/rate-limit, per API key (or per client IP for requests without a valid key, so keys
+ * cannot be brute-forced; the operator's requests are not limited), shared through Redis when REDIS_URL is set. The spec wants
+ * RateLimit-Reset as a unix timestamp; the plugin sends seconds-until-reset, converted on send.
+ */
+export async function registerRateLimit(app: FastifyInstance, perHour: number, redisUrl: string | undefined) {
+  const redis = redisUrl ? new Redis(redisUrl, { maxRetriesPerRequest: 2, enableOfflineQueue: true }) : undefined;
+  await app.register(rateLimit, {
+    global: true,
+    max: perHour,
+    timeWindow: HOUR_MS,
+    enableDraftSpec: true,
+    ...(redis ? { redis, nameSpace: "cardctl-rate-limit:" } : {}),
+    keyGenerator: (req) => (req.principal ? `key:${req.principal.keyId}` : `ip:${req.ip}`),
+    // The operator (valid admin token) is trusted; a wrong admin token is limited per IP like any.
+    allowList: (req) => req.isAdmin === true,
+    addHeadersOnExceeding: { "ratelimit-limit": true, "ratelimit-remaining": true, "ratelimit-reset": true },
+    addHeaders: { "ratelimit-limit": true, "ratelimit-remaining": true, "ratelimit-reset": true, "retry-after": true },
+    errorResponseBuilder: (_req, ctx) =>
+      new AppError(429, "rate_limited", `Rate limit of ${ctx.max} requests per hour exceeded; retry after ${ctx.after}.`, {
+        limit: ctx.max,
+        retry_after_seconds: Math.ceil(ctx.ttl / 1000),
+      }),
+  });
+  app.addHook("onSend", async (_req, reply, payload) => {
+    const untilReset = reply.getHeader("ratelimit-reset");
+    if (untilReset !== undefined) reply.header("ratelimit-reset", Math.floor(Date.now() / 1000) + Number(untilReset));
+    return payload;
+  });
+  if (redis) app.addHook("onClose", async () => void (await redis.quit()));
+}

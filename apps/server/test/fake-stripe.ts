@@ -1,0 +1,488 @@
+import { randomBytes } from "node:crypto";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import Stripe from "stripe";
+
+/**
+ * A local fake of the parts of the Stripe API the adapter uses, over HTTP, for the real stripe SDK
+ * (pointed here with STRIPE_API_BASE). It records every request (method, path, form parameters as
+ * sent, Idempotency-Key, Stripe-Version), replays responses by Idempotency-Key as Stripe does, keeps
+ * its objects typed with the stripe package's own types, and injects failures per endpoint.
+ */
+
+export interface RecordedRequest {
+  method: string;
+  path: string;
+  /** The form body as the SDK encoded it, flat: `spending_controls[spending_limits][0][amount]`. */
+  params: Record<string, string>;
+  idempotencyKey: string | undefined;
+  stripeVersion: string | undefined;
+  /** True when the answer came from the idempotency cache. */
+  replayed: boolean;
+}
+
+/**
+ * error: answer with this status and Stripe error (nothing done, nothing cached).
+ * hang: never answer (nothing done). hang_after: do the work and cache it, then never answer
+ * (the answer is "lost": a retry with the same key gets the stored result).
+ */
+export type Fault =
+  | { kind: "error"; status: number; error: Partial<Stripe.StripeRawError> & { type: string } }
+  | { kind: "hang" }
+  | { kind: "hang_after" };
+
+export const faults = {
+  serverError: (): Fault => ({ kind: "error", status: 500, error: { type: "api_error", message: "Something went wrong on Stripe's end." } }),
+  decline: (decline_code = "generic_decline"): Fault => ({
+    kind: "error",
+    status: 402,
+    error: { type: "card_error", code: "card_declined", decline_code, message: "Your card was declined." },
+  }),
+  hang: (): Fault => ({ kind: "hang" }),
+  hangAfter: (): Fault => ({ kind: "hang_after" }),
+};
+
+type Typed<T, K extends keyof T> = Pick<T, K> & Partial<T>;
+export type FakePaymentIntent = Typed<
+  Stripe.PaymentIntent,
+  "id" | "object" | "amount" | "amount_capturable" | "amount_received" | "currency" | "status" | "capture_method" | "customer" | "payment_method" | "livemode"
+>;
+export type FakeIssuingCard = Omit<
+  Typed<Stripe.Issuing.Card, "id" | "object" | "last4" | "exp_month" | "exp_year" | "status" | "type" | "currency" | "metadata" | "livemode">,
+  "cardholder"
+> & { cardholder: Typed<Stripe.Issuing.Cardholder, "id" | "object"> };
+export type FakeCardholder = Typed<Stripe.Issuing.Cardholder, "id" | "object" | "name" | "type" | "status" | "metadata" | "livemode">;
+export type FakeCustomer = Typed<Stripe.Customer, "id" | "object" | "metadata" | "livemode">;
+export type FakePaymentMethod = Typed<Stripe.PaymentMethod, "id" | "object" | "type" | "customer" | "livemode">;
+export type FakeEphemeralKey = Stripe.EphemeralKey;
+export type FakeRefund = Typed<Stripe.Refund, "id" | "object" | "amount" | "currency" | "payment_intent" | "status">;
+
+/** Stripe's minimum charge in USD; it applies to creating a PaymentIntent and to what a capture takes. */
+export const STRIPE_MINIMUM_CENTS = 50;
+
+const BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+/** Random base62 characters, like Stripe's ids and secrets (hex would often carry card-number-like runs of digits). */
+const base62 = (n: number) => [...randomBytes(n)].map((b) => BASE62[b % 62]).join("");
+const rid = (prefix: string) => `${prefix}_${base62(24)}`;
+
+interface Route {
+  method: string;
+  pattern: RegExp;
+  /** Name used for fault injection, e.g. "payment_intents.create". */
+  name: string;
+  handle: (m: RegExpExecArray, req: RecordedRequest) => { status: number; body: unknown };
+}
+
+export class FakeStripe {
+  url = "";
+  readonly requests: RecordedRequest[] = [];
+  readonly customers = new Map<string, FakeCustomer>();
+  readonly paymentMethods = new Map<string, FakePaymentMethod & { source: string }>();
+  readonly paymentIntents = new Map<string, FakePaymentIntent>();
+  readonly cardholders = new Map<string, FakeCardholder>();
+  readonly cards = new Map<string, FakeIssuingCard>();
+  readonly ephemeralKeys: FakeEphemeralKey[] = [];
+  readonly refunds = new Map<string, FakeRefund>();
+  private readonly idempotency = new Map<string, { route: string; status: number; body: unknown }>();
+  private readonly faultQueue: { name: string; fault: Fault; times: number }[] = [];
+  private server!: Server;
+  private readonly routes: Route[];
+
+  constructor(readonly secretKey = "sk_test_fake") {
+    const livemode = secretKey.startsWith("sk_live_");
+    const invalid = (message: string, code?: string, status = 400) => ({
+      status,
+      body: { error: { type: "invalid_request_error", message, ...(code ? { code } : {}) } },
+    });
+    const missing = (what: string, id: string) => invalid(`No such ${what}: '${id}'`, "resource_missing", 404);
+    const unexpected = (pi: FakePaymentIntent, action: string) =>
+      invalid(`This PaymentIntent could not be ${action} because it has a status of ${pi.status}.`, "payment_intent_unexpected_state");
+    const ok = (body: unknown) => ({ status: 200, body });
+
+    this.routes = [
+      {
+        method: "POST",
+        pattern: /^\/v1\/customers$/,
+        name: "customers.create",
+        handle: (_m, r) => {
+          const c: FakeCustomer = { id: rid("cus"), object: "customer", metadata: meta(r.params), livemode, description: r.params.description ?? null };
+          this.customers.set(c.id, c);
+          return ok(c);
+        },
+      },
+      {
+        method: "POST",
+        pattern: /^\/v1\/payment_methods\/([^/]+)\/attach$/,
+        name: "payment_methods.attach",
+        handle: (m, r) => {
+          const source = decodeURIComponent(m[1]!);
+          if (!this.customers.has(r.params.customer ?? "")) return missing("customer", r.params.customer ?? "");
+          if (/chargeCustomerFail/.test(source))
+            return { status: 402, body: { error: { type: "card_error", code: "card_declined", decline_code: "generic_decline", message: "Your card was declined." } } };
+          // Stripe's test tokens (pm_card_visa, …) become a new PaymentMethod when used.
+          const id = source.startsWith("pm_card_") ? rid("pm") : source;
+          const pm = { id, object: "payment_method" as const, type: "card", customer: r.params.customer!, livemode, source };
+          this.paymentMethods.set(id, pm);
+          const { source: _s, ...body } = pm;
+          return ok(body);
+        },
+      },
+      {
+        method: "POST",
+        pattern: /^\/v1\/payment_intents$/,
+        name: "payment_intents.create",
+        handle: (_m, r) => {
+          const p = r.params;
+          const pm = this.paymentMethods.get(p.payment_method ?? "");
+          if (!pm) return missing("payment_method", p.payment_method ?? "");
+          if (pm.customer !== p.customer) return invalid("The provided PaymentMethod is not attached to this customer.");
+          const amount = Number(p.amount);
+          if (!Number.isInteger(amount) || amount < STRIPE_MINIMUM_CENTS) return invalid("Amount must be at least $0.50 usd", "amount_too_small");
+          if (/_decline$|chargeDeclined/.test(pm.source)) {
+            const decline_code = /InsufficientFunds|insufficient/.test(pm.source) ? "insufficient_funds" : "generic_decline";
+            return { status: 402, body: { error: { type: "card_error", code: "card_declined", decline_code, message: "Your card was declined." } } };
+          }
+          const manual = p.capture_method === "manual";
+          const pi: FakePaymentIntent = {
+            id: rid("pi"),
+            object: "payment_intent",
+            amount,
+            amount_capturable: manual ? amount : 0,
+            amount_received: manual ? 0 : amount,
+            currency: p.currency ?? "usd",
+            status: p.confirm === "true" ? (manual ? "requires_capture" : "succeeded") : "requires_confirmation",
+            capture_method: manual ? "manual" : "automatic",
+            customer: p.customer ?? null,
+            payment_method: pm.id,
+            livemode,
+            metadata: meta(p),
+          };
+          this.paymentIntents.set(pi.id, pi);
+          return ok(pi);
+        },
+      },
+      {
+        method: "GET",
+        pattern: /^\/v1\/payment_intents\/([^/]+)$/,
+        name: "payment_intents.retrieve",
+        handle: (m) => {
+          const pi = this.paymentIntents.get(m[1]!);
+          return pi ? ok(pi) : missing("payment_intent", m[1]!);
+        },
+      },
+      {
+        method: "POST",
+        pattern: /^\/v1\/payment_intents\/([^/]+)\/cancel$/,
+        name: "payment_intents.cancel",
+        handle: (m) => {
+          const pi = this.paymentIntents.get(m[1]!);
+          if (!pi) return missing("payment_intent", m[1]!);
+          if (pi.status === "canceled" || pi.status === "succeeded") return unexpected(pi, "canceled");
+          pi.status = "canceled";
+          pi.amount_capturable = 0;
+          pi.canceled_at = Math.floor(Date.now() / 1000);
+          return ok(pi);
+        },
+      },
+      {
+        method: "POST",
+        pattern: /^\/v1\/payment_intents\/([^/]+)\/capture$/,
+        name: "payment_intents.capture",
+        handle: (m, r) => {
+          const pi = this.paymentIntents.get(m[1]!);
+          if (!pi) return missing("payment_intent", m[1]!);
+          if (pi.status !== "requires_capture") return unexpected(pi, "captured");
+          const amount = r.params.amount_to_capture !== undefined ? Number(r.params.amount_to_capture) : pi.amount;
+          if (amount > pi.amount_capturable) return invalid("amount_to_capture exceeds the capturable amount", "amount_too_large");
+          // Like Stripe: what a capture takes is a charge, so the minimum charge amount applies to it too.
+          if (amount < STRIPE_MINIMUM_CENTS) return invalid("Amount must be at least $0.50 usd", "amount_too_small");
+          pi.status = "succeeded";
+          pi.amount_received = amount;
+          pi.amount_capturable = 0;
+          return ok(pi);
+        },
+      },
+      {
+        method: "POST",
+        pattern: /^\/v1\/refunds$/,
+        name: "refunds.create",
+        handle: (_m, r) => {
+          const pi = this.paymentIntents.get(r.params.payment_intent ?? "");
+          if (!pi) return missing("payment_intent", r.params.payment_intent ?? "");
+          if (pi.status !== "succeeded") return invalid(`This PaymentIntent (${pi.id}) does not have a successful charge to refund.`, "charge_not_refundable");
+          const left = pi.amount_received - this.refunded(pi.id);
+          const amount = r.params.amount !== undefined ? Number(r.params.amount) : left;
+          if (!Number.isInteger(amount) || amount <= 0 || amount > left)
+            return invalid(`Refund amount ($${(amount / 100).toFixed(2)}) is greater than unrefunded amount on charge ($${(left / 100).toFixed(2)})`, "amount_too_large");
+          const refund: FakeRefund = { id: rid("re"), object: "refund", amount, currency: pi.currency, payment_intent: pi.id, status: "succeeded", metadata: meta(r.params) };
+          this.refunds.set(refund.id, refund);
+          return ok(refund);
+        },
+      },
+      {
+        method: "POST",
+        pattern: /^\/v1\/issuing\/cardholders$/,
+        name: "issuing.cardholders.create",
+        handle: (_m, r) => {
+          const p = r.params;
+          if (!p.name || !p.type || !p["billing[address][line1]"] || !p["billing[address][country]"]) return invalid("Missing required param: name, type or billing[address].");
+          const ch: FakeCardholder = {
+            id: rid("ich"),
+            object: "issuing.cardholder",
+            name: p.name,
+            type: p.type as Stripe.Issuing.Cardholder["type"],
+            status: (p.status ?? "active") as Stripe.Issuing.Cardholder["status"],
+            metadata: meta(p),
+            livemode,
+          };
+          this.cardholders.set(ch.id, ch);
+          return ok(ch);
+        },
+      },
+      {
+        method: "POST",
+        pattern: /^\/v1\/issuing\/cards$/,
+        name: "issuing.cards.create",
+        handle: (_m, r) => {
+          const p = r.params;
+          const ch = this.cardholders.get(p.cardholder ?? "");
+          if (!ch) return missing("cardholder", p.cardholder ?? "");
+          const limit = p["spending_controls[spending_limits][0][amount]"];
+          const card: FakeIssuingCard = {
+            id: rid("ic"),
+            object: "issuing.card",
+            last4: String(1000 + Math.floor(Math.random() * 9000)),
+            exp_month: 7,
+            exp_year: new Date().getUTCFullYear() + 3,
+            status: (p.status ?? "inactive") as Stripe.Issuing.Card["status"],
+            type: (p.type ?? "virtual") as Stripe.Issuing.Card["type"],
+            currency: p.currency ?? "usd",
+            metadata: meta(p),
+            livemode,
+            cardholder: { id: ch.id, object: "issuing.cardholder", name: ch.name },
+            ...(limit
+              ? {
+                  spending_controls: {
+                    spending_limits: [
+                      { amount: Number(limit), interval: p["spending_controls[spending_limits][0][interval]"] as "all_time", categories: null },
+                    ],
+                    allowed_categories: null,
+                    allowed_card_presences: null,
+                    blocked_card_presences: null,
+                    allowed_merchant_countries: null,
+                    blocked_categories: null,
+                    blocked_merchant_countries: null,
+                    spending_limits_currency: "usd",
+                  },
+                }
+              : {}),
+          };
+          this.cards.set(card.id, card);
+          return ok(card);
+        },
+      },
+      {
+        method: "GET",
+        pattern: /^\/v1\/issuing\/cards\/([^/]+)$/,
+        name: "issuing.cards.retrieve",
+        handle: (m) => {
+          const card = this.cards.get(m[1]!);
+          return card ? ok(card) : missing("issuing.card", m[1]!);
+        },
+      },
+      {
+        method: "POST",
+        pattern: /^\/v1\/issuing\/cards\/([^/]+)$/,
+        name: "issuing.cards.update",
+        handle: (m, r) => {
+          const card = this.cards.get(m[1]!);
+          if (!card) return missing("issuing.card", m[1]!);
+          if (card.status === "canceled") return invalid("This card has been canceled and can no longer be updated.");
+          if (r.params.status) card.status = r.params.status as Stripe.Issuing.Card["status"];
+          return ok(card);
+        },
+      },
+      {
+        method: "POST",
+        pattern: /^\/v1\/ephemeral_keys$/,
+        name: "ephemeral_keys.create",
+        handle: (_m, r) => {
+          if (!r.stripeVersion) return invalid("Stripe-Version header is required to create an ephemeral key.");
+          const card = this.cards.get(r.params.issuing_card ?? "");
+          if (!card) return missing("issuing.card", r.params.issuing_card ?? "");
+          const now = Math.floor(Date.now() / 1000);
+          const key: FakeEphemeralKey = {
+            id: rid("ephkey"),
+            object: "ephemeral_key",
+            created: now,
+            expires: now + 900,
+            livemode,
+            secret: `ek_${livemode ? "live" : "test"}_${base62(48)}`,
+          };
+          this.ephemeralKeys.push(key);
+          return ok(key);
+        },
+      },
+    ];
+  }
+
+  /** Injects a fault into the next `times` calls of an endpoint (by route name, e.g. "payment_intents.create"). */
+  fail(name: string, fault: Fault, times = 1): void {
+    if (!this.routes.some((r) => r.name === name)) throw new Error(`no fake route ${name}`);
+    this.faultQueue.push({ name, fault, times });
+  }
+
+  clearFaults(): void {
+    this.faultQueue.length = 0;
+  }
+
+  /** The id of the object a successful POST with this Idempotency-Key made (or found), if any. */
+  createdBy(idempotencyKey: string): string | undefined {
+    const done = this.idempotency.get(idempotencyKey);
+    return done && done.status === 200 ? (done.body as { id?: string }).id : undefined;
+  }
+
+  /** Cents refunded so far on a PaymentIntent. */
+  refunded(paymentIntentId: string): number {
+    let sum = 0;
+    for (const r of this.refunds.values()) if (r.payment_intent === paymentIntentId) sum += r.amount;
+    return sum;
+  }
+
+  /** Requests to a path (exact) or matching a pattern, optionally one method. */
+  calls(path: string | RegExp, method?: string): RecordedRequest[] {
+    return this.requests.filter(
+      (r) => (typeof path === "string" ? r.path === path : path.test(r.path)) && (method === undefined || r.method === method),
+    );
+  }
+
+  async start(): Promise<this> {
+    this.server = createServer((req, res) => void this.onRequest(req, res));
+    await new Promise<void>((resolve) => this.server.listen(0, "127.0.0.1", resolve));
+    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+    return this;
+  }
+
+  async close(): Promise<void> {
+    this.server.closeAllConnections();
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+
+  private async onRequest(req: IncomingMessage, res: ServerResponse) {
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    const url = new URL(req.url ?? "/", "http://fake");
+    const body = Buffer.concat(chunks).toString("utf8");
+    const params = Object.fromEntries(new URLSearchParams(req.method === "GET" ? url.search : body));
+    const header = (name: string) => {
+      const v = req.headers[name];
+      return Array.isArray(v) ? v[0] : v;
+    };
+    const recorded: RecordedRequest = {
+      method: req.method ?? "GET",
+      path: url.pathname,
+      params,
+      idempotencyKey: header("idempotency-key"),
+      stripeVersion: header("stripe-version"),
+      replayed: false,
+    };
+    this.requests.push(recorded);
+    const send = (status: number, payload: unknown) => {
+      res.writeHead(status, { "content-type": "application/json", "request-id": rid("req") });
+      res.end(JSON.stringify(payload));
+    };
+    if (header("authorization") !== `Bearer ${this.secretKey}`)
+      return send(401, { error: { type: "invalid_request_error", message: "Invalid API Key provided." } });
+    const route = this.routes.find((r) => r.method === recorded.method && r.pattern.test(recorded.path));
+    if (!route) return send(404, { error: { type: "invalid_request_error", message: `Unrecognized request URL (${recorded.method}: ${recorded.path}).` } });
+
+    const cacheKey = recorded.idempotencyKey && recorded.method === "POST" ? recorded.idempotencyKey : undefined;
+    const cached = cacheKey ? this.idempotency.get(cacheKey) : undefined;
+    if (cached) {
+      recorded.replayed = true;
+      if (cached.route !== `${recorded.method} ${recorded.path}`)
+        return send(400, { error: { type: "idempotency_error", message: "Keys for idempotent requests can only be used for the same endpoint." } });
+      return send(cached.status, cached.body);
+    }
+    const queued = this.faultQueue.find((f) => f.name === route.name && f.times > 0);
+    if (queued) queued.times--;
+    const fault = queued?.fault;
+    if (fault?.kind === "error") return send(fault.status, { error: fault.error });
+    if (fault?.kind === "hang") return; // never answered; the client times out
+    const result = route.handle(route.pattern.exec(recorded.path)!, recorded);
+    // Stripe stores the result of any request that started executing, errors included.
+    if (cacheKey) this.idempotency.set(cacheKey, { route: `${recorded.method} ${recorded.path}`, ...result });
+    if (fault?.kind === "hang_after") return; // done, but the answer is lost
+    send(result.status, result.body);
+  }
+}
+
+export async function startFakeStripe(secretKey?: string): Promise<FakeStripe> {
+  return new FakeStripe(secretKey).start();
+}
+
+function meta(params: Record<string, string>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(params)) {
+    const m = /^metadata\[(.+)\]$/.exec(k);
+    if (m) out[m[1]!] = v;
+  }
+  return out;
+}
+
+/**
+ * A webhook delivery as Stripe makes it: the event JSON and its Stripe-Signature header, signed
+ * with the SDK's own test-header helper.
+ */
+export function signedEvent(
+  type: string,
+  object: unknown,
+  o: { secret: string; id?: string; livemode?: boolean; timestamp?: number },
+): { event: Stripe.Event; payload: string; signature: string } {
+  const event = {
+    id: o.id ?? rid("evt"),
+    object: "event",
+    api_version: Stripe.API_VERSION,
+    created: Math.floor(Date.now() / 1000),
+    livemode: o.livemode ?? false,
+    pending_webhooks: 1,
+    request: { id: null, idempotency_key: null },
+    type,
+    data: { object },
+  } as unknown as Stripe.Event;
+  const payload = JSON.stringify(event);
+  const signature = Stripe.webhooks.generateTestHeaderString({ payload, secret: o.secret, ...(o.timestamp ? { timestamp: o.timestamp } : {}) });
+  return { event, payload, signature };
+}
+
+/** An Issuing authorization on a card of the fake, as the webhooks carry it. */
+export function authorizationFor(
+  card: FakeIssuingCard,
+  amount: number,
+  o: { approved?: boolean; pending?: boolean; id?: string } = {},
+): Omit<Typed<Stripe.Issuing.Authorization, "id" | "object" | "amount" | "approved" | "currency" | "livemode" | "status">, "card"> & {
+  card: FakeIssuingCard;
+} {
+  const pending = o.pending ?? false;
+  return {
+    id: o.id ?? rid("iauth"),
+    object: "issuing.authorization",
+    amount: pending ? 0 : amount,
+    approved: o.approved ?? !pending,
+    currency: "usd",
+    livemode: card.livemode,
+    status: pending ? "pending" : o.approved === false ? "closed" : "pending",
+    card,
+    pending_request: pending
+      ? { amount, currency: "usd", is_amount_controllable: false, merchant_amount: amount, merchant_currency: "usd", network_risk_score: null, amount_details: null }
+      : null,
+  };
+}
+
+/** An Issuing transaction (a capture) on a card of the fake; Stripe reports captures as negative amounts. */
+export function captureTransactionFor(
+  card: FakeIssuingCard,
+  amount: number,
+): Typed<Stripe.Issuing.Transaction, "id" | "object" | "amount" | "currency" | "type" | "livemode" | "card"> {
+  return { id: rid("ipi"), object: "issuing.transaction", amount: -amount, currency: "usd", type: "capture", livemode: card.livemode, card: card.id };
+}

@@ -1,0 +1,111 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { dbKind, startServer, type TestServer } from "./harness.js";
+
+/** GET /v1/openapi.json (generated from the router) and /docs (no CDN). */
+describe(`OpenAPI document and docs (${dbKind})`, () => {
+  let s: TestServer;
+  let doc: any;
+  beforeAll(async () => {
+    s = await startServer();
+    const r = await s.request("GET", "/v1/openapi.json", { key: null });
+    expect(r.status).toBe(200);
+    expect(r.headers.get("content-type")).toMatch(/application\/json/);
+    doc = r.body;
+  });
+  afterAll(() => s.close());
+
+  const EXPECTED: [string, string][] = [
+    ["post", "/v1/cards"],
+    ["get", "/v1/cards"],
+    ["get", "/v1/cards/{id}"],
+    ["post", "/v1/cards/{id}/close"],
+    ["get", "/v1/balance"],
+    ["get", "/v1/policies/default"],
+    ["put", "/v1/policies/default"],
+    ["get", "/v1/approvals"],
+    ["post", "/v1/approvals/{id}/approve"],
+    ["post", "/v1/approvals/{id}/reject"],
+    ["post", "/v1/test_helpers/cards/{id}/purchase"],
+    ["post", "/admin/v1/accounts"],
+    ["get", "/admin/v1/accounts/{id}"],
+    ["post", "/admin/v1/accounts/{id}/kyb"],
+    ["post", "/admin/v1/accounts/{id}/payment_method"],
+    ["post", "/admin/v1/accounts/{id}/keys"],
+    ["get", "/admin/v1/accounts/{id}/keys"],
+    ["post", "/admin/v1/keys/{id}/revoke"],
+  ];
+
+  it("is OpenAPI 3 and needs no key", () => {
+    expect(doc.openapi).toMatch(/^3\./);
+    expect(doc.info.title).toBeTypeOf("string");
+    expect(doc.servers[0].url).toBe("http://cardctl.test");
+  });
+
+  it("has every path of spec section 4 and of the operator API", () => {
+    for (const [method, path] of EXPECTED) expect(doc.paths?.[path]?.[method], `${method.toUpperCase()} ${path}`).toBeDefined();
+    const documented = Object.entries(doc.paths).flatMap(([p, item]: [string, any]) => Object.keys(item).map((m) => `${m} ${p}`));
+    expect(documented.sort()).toEqual(EXPECTED.map(([m, p]) => `${m} ${p}`).sort());
+  });
+
+  it("has the ErrorEnvelope schema, referenced by every operation's error responses", () => {
+    const env = doc.components.schemas.ErrorEnvelope;
+    expect(env).toBeDefined();
+    expect(env.required).toEqual(["error"]);
+    const err = env.properties.error;
+    expect(Object.keys(err.properties).sort()).toEqual(["code", "details", "message", "request_id"]);
+    expect([...err.required].sort()).toEqual(["code", "message", "request_id"]);
+    for (const [method, path] of EXPECTED) {
+      const op = doc.paths[path][method];
+      for (const status of ["400", "401", "404", "500"])
+        expect(op.responses[status]?.content?.["application/json"]?.schema?.$ref, `${method} ${path} ${status}`).toBe(
+          "#/components/schemas/ErrorEnvelope",
+        );
+    }
+  });
+
+  it("documents the real success statuses and schemas of card creation", () => {
+    const create = doc.paths["/v1/cards"].post;
+    expect(Object.keys(create.responses)).toEqual(expect.arrayContaining(["201", "202", "400", "403"]));
+    expect(create.responses["200"]).toBeUndefined();
+    const created = create.responses["201"].content["application/json"].schema;
+    expect(Object.keys(created.properties).sort()).toEqual(
+      ["agent_id", "created_at", "expiration", "id", "last_four", "remaining_cents", "spending_limit_cents", "status"].sort(),
+    );
+    const pending = create.responses["202"].content["application/json"].schema;
+    expect(Object.keys(pending.properties).sort()).toEqual(["approval_id", "expires_at", "status"]);
+    const body = create.requestBody.content["application/json"].schema;
+    expect(body.required).toEqual(["amount_cents"]);
+    expect(Object.keys(body.properties).sort()).toEqual(["agent_id", "amount_cents", "policy_override", "purpose"]);
+    expect(JSON.stringify(body.properties.amount_cents)).toMatch(/50000/);
+    expect(doc.paths["/v1/approvals/{id}/approve"].post.responses["201"]).toBeDefined();
+    expect(doc.paths["/v1/approvals/{id}/approve"].post.responses["200"]).toBeUndefined();
+  });
+
+  it("documents list query parameters and the get-one response", () => {
+    const params = doc.paths["/v1/cards"].get.parameters.map((p: any) => `${p.in}:${p.name}`).sort();
+    expect(params).toEqual(["query:agent_id", "query:limit", "query:starting_after", "query:status"]);
+    const getOne = doc.paths["/v1/cards/{id}"].get.responses["200"].content["application/json"].schema;
+    expect(Object.keys(getOne.properties)).toEqual(expect.arrayContaining(["processor_card_id", "ephemeral_key_secret", "closed_at"]));
+    expect(doc.components.securitySchemes.bearer).toMatchObject({ type: "http", scheme: "bearer" });
+  });
+
+  it("/docs is an HTML page with no external script or stylesheet, and its assets are served", async () => {
+    const res = await fetch(`${s.url}/docs`);
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toMatch(/text\/html/);
+    expect(res.headers.get("request-id")).toMatch(/^req_/);
+    const html = await res.text();
+    expect(html).toMatch(/<html/i);
+    expect(html).toContain("/v1/openapi.json");
+    const refs = [...html.matchAll(/<(?:script|link)[^>]*(?:src|href)="([^"]+)"/gi)].map((m) => m[1]!);
+    expect(refs.length).toBeGreaterThanOrEqual(2);
+    for (const ref of refs) {
+      expect(ref, ref).not.toMatch(/^(https?:)?\/\//i);
+      const asset = await fetch(new URL(ref, `${s.url}/docs`).toString());
+      expect(asset.status, ref).toBe(200);
+      expect((await asset.arrayBuffer()).byteLength, ref).toBeGreaterThan(1000);
+    }
+    expect(html).not.toMatch(/(src|href)\s*=\s*["']?(https?:)?\/\//i);
+    expect(html).not.toMatch(/@import\s+url\(\s*["']?https?:/i);
+  });
+});

@@ -1,0 +1,58 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { dbKind, expectError, startServer, type Reply, type TestServer } from "./harness.js";
+
+function expectRateHeaders(r: Reply, limit: number) {
+  expect(r.headers.get("ratelimit-limit")).toBe(String(limit));
+  expect(Number(r.headers.get("ratelimit-remaining"))).toBeGreaterThanOrEqual(0);
+  // A unix timestamp in seconds, within the hour window; not a delta.
+  const reset = Number(r.headers.get("ratelimit-reset"));
+  const now = Date.now() / 1000;
+  expect(reset).toBeGreaterThan(now);
+  expect(reset).toBeLessThanOrEqual(now + 3601);
+}
+
+describe(`rate limits (${dbKind})`, () => {
+  let s: TestServer;
+  beforeAll(async () => {
+    s = await startServer({ RATE_LIMIT_PER_HOUR: "5" });
+  });
+  afterAll(() => s.close());
+
+  it("counts per key, with headers on every response, and answers 429 with Retry-After past the limit", async () => {
+    const key = await (await s.newAccount()).key();
+    for (let i = 0; i < 5; i++) {
+      const r = await s.request("GET", "/v1/balance", { key });
+      expect(r.status).toBe(200);
+      expectRateHeaders(r, 5);
+      expect(r.headers.get("ratelimit-remaining")).toBe(String(4 - i));
+    }
+    const refused = await s.request("GET", "/v1/balance", { key });
+    const err = expectError(refused, 429, "rate_limited");
+    expect(err.details).toMatchObject({ limit: 5 });
+    expectRateHeaders(refused, 5);
+    expect(refused.headers.get("ratelimit-remaining")).toBe("0");
+    const retryAfter = Number(refused.headers.get("retry-after"));
+    expect(retryAfter).toBeGreaterThan(0);
+    expect(retryAfter).toBeLessThanOrEqual(3600);
+    // POSTs are refused too, and another key is not affected.
+    expectError(await s.request("POST", "/v1/cards", { key, body: { amount_cents: 100 } }), 429, "rate_limited");
+    const other = await (await s.newAccount()).key();
+    expect((await s.request("GET", "/v1/balance", { key: other })).status).toBe(200);
+  });
+
+  it("is the same on the tRPC transport (one budget per key)", async () => {
+    const key = await (await s.newAccount()).key();
+    for (let i = 0; i < 3; i++) expect((await s.request("GET", "/v1/balance", { key })).status).toBe(200);
+    for (let i = 0; i < 2; i++) expect((await s.request("GET", "/trpc/balance.retrieve", { key })).status).toBe(200);
+    expectError(await s.request("GET", "/trpc/balance.retrieve", { key }), 429, "rate_limited");
+  });
+
+  it("limits requests without a valid key per client IP, and 401s carry the headers", async () => {
+    const first = await s.request("GET", "/v1/balance", { key: "sk_test_doesnotexist0000000000000000" });
+    expectError(first, 401, "unauthorized");
+    expectRateHeaders(first, 5);
+    for (let i = 0; i < 4; i++) await s.request("GET", "/v1/cards", { key: `sk_test_guess${i}00000000000000000000000` });
+    expectError(await s.request("GET", "/v1/balance", { key: "sk_test_another0000000000000000000" }), 429, "rate_limited");
+    expectError(await s.request("GET", "/v1/balance", { key: null }), 429, "rate_limited");
+  });
+});

@@ -1,0 +1,460 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { faults, startFakeStripe, type FakeStripe } from "./fake-stripe.js";
+import { dbKind, expectError, startServer, type TestServer } from "./harness.js";
+
+/**
+ * PROCESSOR=stripe against a local fake of the Stripe API: the real stripe SDK, the exact requests
+ * the adapter makes (method, path, form parameters, Idempotency-Key), and Stripe failures injected
+ * at every step: never an orphan hold (every PaymentIntent of a failed card ends canceled) and never
+ * a card without a hold (every Issuing card of a failed request ends canceled).
+ */
+describe(`stripe processor (${dbKind})`, () => {
+  let fake: FakeStripe;
+  let s: TestServer;
+  const TIMEOUT_MS = 1000;
+
+  beforeAll(async () => {
+    fake = await startFakeStripe("sk_test_fake");
+    s = await startServer({
+      PROCESSOR: "stripe",
+      STRIPE_TEST_SECRET_KEY: "sk_test_fake",
+      STRIPE_API_BASE: fake.url,
+      STRIPE_WEBHOOK_SECRET: "whsec_test",
+      PROCESSOR_TIMEOUT_MS: String(TIMEOUT_MS),
+    });
+  });
+  afterAll(async () => {
+    await s?.close();
+    await fake?.close();
+  });
+  afterEach(() => fake.clearFaults());
+
+  const since = (n: number) => fake.requests.slice(n);
+  const q = (sql: string, params: unknown[] = []) => s.app.ds.query(sql, params) as Promise<any[]>;
+  async function stripeIds(accountId: string) {
+    const [row] = await q("SELECT customer_id, payment_method_id, cardholder_id FROM stripe_accounts WHERE account_id = ? AND mode = 'test'", [accountId]);
+    return row as { customer_id: string; payment_method_id: string; cardholder_id: string | null };
+  }
+  /** The fake's PaymentIntents and Issuing cards that belong to an account. */
+  async function atStripe(accountId: string) {
+    const { customer_id, cardholder_id } = await stripeIds(accountId);
+    return {
+      intents: [...fake.paymentIntents.values()].filter((pi) => pi.customer === customer_id),
+      cards: [...fake.cards.values()].filter((c) => c.cardholder.id === cardholder_id),
+    };
+  }
+  /** Nothing held, nothing spendable: what every failed request must leave behind. */
+  async function expectNothingLeft(accountId: string) {
+    const { intents, cards } = await atStripe(accountId);
+    for (const pi of intents) expect(pi.status, `PaymentIntent ${pi.id}`).toBe("canceled");
+    for (const c of cards) expect(c.status, `Issuing card ${c.id}`).toBe("canceled");
+  }
+  const setup = async (paymentMethod = "pm_card_visa") => {
+    const account = await s.newAccount({ paymentMethod });
+    return { account, key: await account.key() };
+  };
+
+  it("saving the payment method makes the account's Customer once and attaches the method to it", async () => {
+    const n = fake.requests.length;
+    const account = await s.newAccount({ paymentMethod: "pm_card_visa" });
+    const calls = since(n);
+    expect(calls.map((c) => `${c.method} ${c.path}`)).toEqual(["POST /v1/customers", "POST /v1/payment_methods/pm_card_visa/attach"]);
+    expect(calls[0]!.idempotencyKey).toBe(`${account.id}:test:customer`);
+    expect(calls[0]!.params).toMatchObject({ "metadata[account_id]": account.id, "metadata[mode]": "test" });
+    const ids = await stripeIds(account.id);
+    expect(calls[1]!.params).toEqual({ customer: ids.customer_id });
+    expect(calls[1]!.idempotencyKey).toBe(`${account.id}:test:attach:pm_card_visa`);
+    expect(fake.paymentMethods.get(ids.payment_method_id)?.customer).toBe(ids.customer_id);
+
+    // The same method again: nothing to do. Another method: attached to the same Customer.
+    const m = fake.requests.length;
+    await s.admin("POST", `/accounts/${account.id}/payment_method`, { payment_method: "pm_card_visa" });
+    expect(since(m)).toEqual([]);
+    await s.admin("POST", `/accounts/${account.id}/payment_method`, { payment_method: "pm_card_mastercard" });
+    expect(since(m).map((c) => `${c.method} ${c.path} ${c.params.customer}`)).toEqual([
+      `POST /v1/payment_methods/pm_card_mastercard/attach ${ids.customer_id}`,
+    ]);
+  });
+
+  it("a payment method Stripe refuses is not saved", async () => {
+    const account = await s.newAccount({ paymentMethod: null });
+    const err = expectError(
+      await s.admin("POST", `/accounts/${account.id}/payment_method`, { payment_method: "pm_card_chargeCustomerFail" }),
+      402,
+      "payment_method_declined",
+    );
+    expect(err.details).toEqual({ decline_code: "generic_decline" });
+    expect((await s.admin("GET", `/accounts/${account.id}`)).body.payment_method).toBeNull();
+  });
+
+  it("create: a manual-capture PaymentIntent confirmed off-session, then an active virtual card with an all-time limit", async () => {
+    const { account, key } = await setup();
+    const ids = await stripeIds(account.id);
+    const n = fake.requests.length;
+    const res = await s.request("POST", "/v1/cards", { key, body: { amount_cents: 1500, agent_id: "agent-7", purpose: "books" } });
+    expect(res.status).toBe(201);
+    const card = res.body;
+    const calls = since(n);
+    expect(calls.map((c) => `${c.method} ${c.path}`)).toEqual([
+      "POST /v1/payment_intents",
+      "POST /v1/issuing/cardholders",
+      "POST /v1/issuing/cards",
+    ]);
+    const [hold, cardholder, mint] = calls;
+    expect(hold!.params).toEqual({
+      amount: "1500",
+      currency: "usd",
+      customer: ids.customer_id,
+      payment_method: ids.payment_method_id,
+      capture_method: "manual",
+      confirm: "true",
+      off_session: "true",
+    });
+    expect(hold!.idempotencyKey).toBe(`${card.id}:hold`);
+    expect(cardholder!.idempotencyKey).toBe(`${account.id}:test:cardholder`);
+    expect(cardholder!.params).toMatchObject({ type: "company", status: "active", "billing[address][country]": "US" });
+    const cardholderId = (await stripeIds(account.id)).cardholder_id;
+    expect(mint!.params).toEqual({
+      cardholder: cardholderId,
+      currency: "usd",
+      type: "virtual",
+      status: "active",
+      "spending_controls[spending_limits][0][amount]": "1500",
+      "spending_controls[spending_limits][0][interval]": "all_time",
+      "metadata[card_id]": card.id,
+      "metadata[agent_id]": "agent-7",
+    });
+    expect(mint!.idempotencyKey).toBe(`${card.id}:mint`);
+
+    const issued = [...fake.cards.values()].find((c) => c.metadata.card_id === card.id)!;
+    expect(card).toMatchObject({
+      status: "OPEN",
+      last_four: issued.last4,
+      expiration: `07/${String(issued.exp_year % 100).padStart(2, "0")}`,
+      spending_limit_cents: 1500,
+      remaining_cents: 1500,
+    });
+    const pi = fake.paymentIntents.get(calls.length ? [...fake.paymentIntents.values()].find((p) => p.customer === ids.customer_id)!.id : "")!;
+    expect(pi).toMatchObject({ status: "requires_capture", amount: 1500, amount_capturable: 1500 });
+    expect((await s.request("GET", "/v1/balance", { key })).body).toMatchObject({ held_cents: 1500, open_cards: 1 });
+
+    // The cardholder is made once per account and mode; without agent_id there is no such metadata.
+    const m = fake.requests.length;
+    const second = (await s.request("POST", "/v1/cards", { key, body: { amount_cents: 700 } })).body;
+    expect(since(m).map((c) => `${c.method} ${c.path}`)).toEqual(["POST /v1/payment_intents", "POST /v1/issuing/cards"]);
+    expect(since(m)[1]!.params).toMatchObject({ cardholder: cardholderId, "metadata[card_id]": second.id });
+    expect(since(m)[1]!.params).not.toHaveProperty("metadata[agent_id]");
+  });
+
+  it("get: an ephemeral key for the Issuing card under the version Issuing Elements needs, nonce passed through; no PAN fetched", async () => {
+    const { key } = await setup();
+    const card = (await s.request("POST", "/v1/cards", { key, body: { amount_cents: 900 } })).body;
+    const n = fake.requests.length;
+    const got = await s.request("GET", `/v1/cards/${card.id}?nonce=ephkeynonce_abc`, { key });
+    expect(got.status).toBe(200);
+    const calls = since(n);
+    expect(calls.map((c) => `${c.method} ${c.path}`)).toEqual(["POST /v1/ephemeral_keys"]);
+    expect(calls[0]!.params).toEqual({ issuing_card: got.body.processor_card_id, nonce: "ephkeynonce_abc" });
+    expect(calls[0]!.stripeVersion).toBe("2020-03-02");
+    expect(calls[0]!.idempotencyKey).toMatch(new RegExp(`^${got.body.processor_card_id}:ephemeral_key:`));
+    expect(got.body.ephemeral_key_secret).toBe(fake.ephemeralKeys.at(-1)!.secret);
+    expect(fake.cards.has(got.body.processor_card_id)).toBe(true);
+    // Without a nonce: a fresh key each time.
+    const again = await s.request("GET", `/v1/cards/${card.id}`, { key });
+    expect(since(n)[1]!.params).toEqual({ issuing_card: got.body.processor_card_id });
+    expect(again.body.ephemeral_key_secret).not.toBe(got.body.ephemeral_key_secret);
+  });
+
+  it("close: the card is canceled at Stripe and the PaymentIntent canceled; closing again calls Stripe no more", async () => {
+    const { account, key } = await setup();
+    const card = (await s.request("POST", "/v1/cards", { key, body: { amount_cents: 900 } })).body;
+    const n = fake.requests.length;
+    expect((await s.request("POST", `/v1/cards/${card.id}/close`, { key })).body).toEqual({ ok: true, status: "CLOSED" });
+    const calls = since(n);
+    const { intents, cards } = await atStripe(account.id);
+    expect(calls.map((c) => `${c.method} ${c.path} ${c.idempotencyKey}`)).toEqual([
+      `POST /v1/issuing/cards/${cards[0]!.id} ${card.id}:revoke`,
+      `POST /v1/payment_intents/${intents[0]!.id}/cancel ${card.id}:cancel`,
+    ]);
+    expect(calls[0]!.params).toEqual({ status: "canceled" });
+    await expectNothingLeft(account.id);
+    const m = fake.requests.length;
+    expect((await s.request("POST", `/v1/cards/${card.id}/close`, { key })).status).toBe(200);
+    expect(since(m)).toEqual([]);
+    expect((await s.request("GET", "/v1/balance", { key })).body.held_cents).toBe(0);
+  });
+
+  it("close is idempotent against Stripe: a card and PaymentIntent already canceled there count as done", async () => {
+    const { account, key } = await setup();
+    const card = (await s.request("POST", "/v1/cards", { key, body: { amount_cents: 900 } })).body;
+    const { intents, cards } = await atStripe(account.id);
+    cards[0]!.status = "canceled";
+    intents[0]!.status = "canceled";
+    expect((await s.request("POST", `/v1/cards/${card.id}/close`, { key })).body).toEqual({ ok: true, status: "CLOSED" });
+    expect((await s.request("GET", "/v1/balance", { key })).body.held_cents).toBe(0);
+  });
+
+  it("a declined hold: 402 payment_method_declined with the decline code, and no card minted", async () => {
+    const { account, key } = await setup("pm_card_chargeDeclinedInsufficientFunds");
+    const n = fake.requests.length;
+    const err = expectError(await s.request("POST", "/v1/cards", { key, body: { amount_cents: 900 } }), 402, "payment_method_declined");
+    expect(err.details).toEqual({ decline_code: "insufficient_funds" });
+    expect(since(n).map((c) => c.path)).toEqual(["/v1/payment_intents"]);
+    expect((await atStripe(account.id)).cards).toEqual([]);
+    expect((await s.request("GET", "/v1/cards", { key })).body.data).toEqual([]);
+
+    const other = await setup();
+    fake.fail("payment_intents.create", faults.decline("do_not_honor"));
+    const e2 = expectError(await s.request("POST", "/v1/cards", { key: other.key, body: { amount_cents: 900 } }), 402, "payment_method_declined");
+    expect(e2.details).toEqual({ decline_code: "do_not_honor" });
+    expect((await atStripe(other.account.id)).cards).toEqual([]);
+  });
+
+  describe("failures at each step leave no orphan hold and no card without a hold", () => {
+    it("hold 500: 502 with Stripe's request id; after recovery nothing is held", async () => {
+      const { account, key } = await setup();
+      fake.fail("payment_intents.create", faults.serverError());
+      const err = expectError(await s.request("POST", "/v1/cards", { key, body: { amount_cents: 900 } }), 502, "processor_error");
+      expect(err.details).toMatchObject({ step: "hold", stripe_error_type: "api_error", stripe_status: 500 });
+      expect(err.details.stripe_request_id).toMatch(/^req_/);
+      await s.app.services.maintenance.run();
+      await expectNothingLeft(account.id);
+      expect((await atStripe(account.id)).cards).toEqual([]);
+      expect((await s.request("GET", "/v1/cards", { key })).body.data).toEqual([]);
+    });
+
+    it("hold timeout after Stripe placed it: the same key finds the PaymentIntent and cancels it", async () => {
+      const { account, key } = await setup();
+      fake.fail("payment_intents.create", faults.hangAfter());
+      const err = expectError(await s.request("POST", "/v1/cards", { key, body: { amount_cents: 900 } }), 502, "processor_error");
+      expect(err.details).toMatchObject({ step: "hold" });
+      const { intents } = await atStripe(account.id);
+      expect(intents).toHaveLength(1);
+      expect(intents[0]!.status).toBe("canceled");
+      const holdCalls = fake.calls("/v1/payment_intents", "POST").filter((c) => c.params.customer === (intents[0]!.customer as string));
+      expect(new Set(holdCalls.map((c) => c.idempotencyKey)).size).toBe(1);
+      expect((await atStripe(account.id)).cards).toEqual([]);
+    });
+
+    it("hold hangs (nothing done): 502 in time; recovery leaves nothing held", async () => {
+      const { account, key } = await setup();
+      fake.fail("payment_intents.create", faults.hang());
+      const started = Date.now();
+      expectError(await s.request("POST", "/v1/cards", { key, body: { amount_cents: 900 } }), 502, "processor_error");
+      expect(Date.now() - started).toBeLessThan(TIMEOUT_MS * 4 + 2000);
+      await s.app.services.maintenance.run();
+      await expectNothingLeft(account.id);
+    });
+
+    it("cardholder creation 500: 502 at mint and the hold is canceled", async () => {
+      const { account, key } = await setup();
+      fake.fail("issuing.cardholders.create", faults.serverError());
+      const err = expectError(await s.request("POST", "/v1/cards", { key, body: { amount_cents: 900 } }), 502, "processor_error");
+      expect(err.details).toMatchObject({ step: "mint" });
+      await expectNothingLeft(account.id);
+      expect((await atStripe(account.id)).intents.map((pi) => pi.status)).toEqual(["canceled"]);
+    });
+
+    it("mint 500: 502 and the hold is canceled", async () => {
+      const { account, key } = await setup();
+      fake.fail("issuing.cards.create", faults.serverError());
+      const err = expectError(await s.request("POST", "/v1/cards", { key, body: { amount_cents: 900 } }), 502, "processor_error");
+      expect(err.details).toMatchObject({ step: "mint" });
+      expect(err.details.stripe_request_id).toMatch(/^req_/);
+      await expectNothingLeft(account.id);
+      expect((await atStripe(account.id)).intents.map((pi) => pi.status)).toEqual(["canceled"]);
+      expect((await s.request("GET", "/v1/balance", { key })).body).toMatchObject({ held_cents: 0, open_cards: 0 });
+    });
+
+    it("mint timeout after Stripe made the card: the card is found by its key and canceled, the hold canceled", async () => {
+      const { account, key } = await setup();
+      fake.fail("issuing.cards.create", faults.hangAfter());
+      expectError(await s.request("POST", "/v1/cards", { key, body: { amount_cents: 900 } }), 502, "processor_error");
+      const { intents, cards } = await atStripe(account.id);
+      expect(cards).toHaveLength(1);
+      expect(intents).toHaveLength(1);
+      await expectNothingLeft(account.id);
+    });
+
+    it("a retry after a 502 makes a new card under new keys and leaves exactly one hold", async () => {
+      const { account, key } = await setup();
+      fake.fail("issuing.cards.create", faults.serverError());
+      const headers = { "idempotency-key": "retry-after-502" };
+      expectError(await s.request("POST", "/v1/cards", { key, body: { amount_cents: 900 }, headers }), 502, "processor_error");
+      const ok = await s.request("POST", "/v1/cards", { key, body: { amount_cents: 900 }, headers });
+      expect(ok.status).toBe(201);
+      const { intents } = await atStripe(account.id);
+      expect(intents.filter((pi) => pi.status === "requires_capture")).toHaveLength(1);
+      expect((await s.request("GET", "/v1/balance", { key })).body.held_cents).toBe(900);
+    });
+
+    it("revoke 500 on close: 502, and a retried close finishes it", async () => {
+      const { account, key } = await setup();
+      const card = (await s.request("POST", "/v1/cards", { key, body: { amount_cents: 900 } })).body;
+      fake.fail("issuing.cards.update", faults.serverError());
+      const err = expectError(await s.request("POST", `/v1/cards/${card.id}/close`, { key }), 502, "processor_error");
+      expect(err.details).toMatchObject({ step: "revoke" });
+      expect((await s.request("POST", `/v1/cards/${card.id}/close`, { key })).status).toBe(200);
+      await expectNothingLeft(account.id);
+    });
+
+    it("cancel 500 on close: 502, and the recovery pass releases the hold", async () => {
+      const { account, key } = await setup();
+      const card = (await s.request("POST", "/v1/cards", { key, body: { amount_cents: 900 } })).body;
+      fake.fail("payment_intents.cancel", faults.serverError());
+      expectError(await s.request("POST", `/v1/cards/${card.id}/close`, { key }), 502, "processor_error");
+      await s.app.services.maintenance.run();
+      await expectNothingLeft(account.id);
+      expect((await s.request("GET", "/v1/balance", { key })).body.held_cents).toBe(0);
+    });
+
+    it("ephemeral key 500: 502 on get, the card untouched", async () => {
+      const { key } = await setup();
+      const card = (await s.request("POST", "/v1/cards", { key, body: { amount_cents: 900 } })).body;
+      fake.fail("ephemeral_keys.create", faults.serverError());
+      const err = expectError(await s.request("GET", `/v1/cards/${card.id}`, { key }), 502, "processor_error");
+      expect(err.details).toMatchObject({ step: "ephemeral_key" });
+      expect((await s.request("GET", `/v1/cards/${card.id}`, { key })).body.status).toBe("OPEN");
+    });
+  });
+
+  it("test helper purchase: captures the PaymentIntent for the amount and cancels the card at Stripe", async () => {
+    const { account, key } = await setup();
+    const card = (await s.request("POST", "/v1/cards", { key, body: { amount_cents: 2000 } })).body;
+    const n = fake.requests.length;
+    const res = await s.request("POST", `/v1/test_helpers/cards/${card.id}/purchase`, { key, body: { amount_cents: 1234 } });
+    expect(res.body).toMatchObject({ approved: true, card: { status: "USED" } });
+    const { intents, cards } = await atStripe(account.id);
+    expect(since(n).map((c) => `${c.method} ${c.path} ${c.idempotencyKey}`)).toEqual([
+      `POST /v1/payment_intents/${intents[0]!.id}/capture ${card.id}:capture`,
+      `POST /v1/issuing/cards/${cards[0]!.id} ${card.id}:revoke`,
+    ]);
+    expect(since(n)[0]!.params).toEqual({ amount_to_capture: "1234" });
+    expect(intents[0]).toMatchObject({ status: "succeeded", amount_received: 1234 });
+    expect(cards[0]!.status).toBe("canceled");
+  });
+
+  describe("amounts below Stripe's 50-cent minimum charge", () => {
+    it("the fake refuses them like Stripe: a PaymentIntent or a capture under 50 cents is amount_too_small", async () => {
+      const { account } = await setup();
+      const { customer_id, payment_method_id } = await stripeIds(account.id);
+      const post = (path: string, body: Record<string, string>) =>
+        fetch(fake.url + path, { method: "POST", headers: { authorization: "Bearer sk_test_fake", "content-type": "application/x-www-form-urlencoded" }, body: new URLSearchParams(body) });
+      const small = await post("/v1/payment_intents", { amount: "49", currency: "usd", customer: customer_id, payment_method: payment_method_id, capture_method: "manual", confirm: "true" });
+      expect(small.status).toBe(400);
+      expect((await small.json()).error).toMatchObject({ type: "invalid_request_error", code: "amount_too_small" });
+      const pi = await (await post("/v1/payment_intents", { amount: "100", currency: "usd", customer: customer_id, payment_method: payment_method_id, capture_method: "manual", confirm: "true" })).json();
+      const under = await post(`/v1/payment_intents/${pi.id}/capture`, { amount_to_capture: "49" });
+      expect(under.status).toBe(400);
+      expect((await under.json()).error).toMatchObject({ code: "amount_too_small" });
+      expect(fake.paymentIntents.get(pi.id)).toMatchObject({ status: "requires_capture", amount_capturable: 100 });
+    });
+
+    it("a 1-cent card holds 50 cents at Stripe; the Issuing limit, the card and the balance stay 1 cent", async () => {
+      const { account, key } = await setup();
+      const n = fake.requests.length;
+      const res = await s.request("POST", "/v1/cards", { key, body: { amount_cents: 1 } });
+      expect(res.status).toBe(201);
+      const [hold, , mint] = since(n);
+      expect(hold!.path).toBe("/v1/payment_intents");
+      expect(hold!.params.amount).toBe("50");
+      expect(mint!.params["spending_controls[spending_limits][0][amount]"]).toBe("1");
+      expect(res.body).toMatchObject({ status: "OPEN", spending_limit_cents: 1, remaining_cents: 1 });
+      const { intents } = await atStripe(account.id);
+      expect(intents.map((pi) => [pi.status, pi.amount])).toEqual([["requires_capture", 50]]);
+      expect((await s.request("GET", "/v1/balance", { key })).body).toMatchObject({ held_cents: 1, open_cards: 1 });
+      // Closing cancels the 50-cent PaymentIntent.
+      expect((await s.request("POST", `/v1/cards/${res.body.id}/close`, { key })).body).toEqual({ ok: true, status: "CLOSED" });
+      expect(fake.paymentIntents.get(intents[0]!.id)!.status).toBe("canceled");
+    });
+
+    for (const [cardCents, purchase] of [
+      [1, 1],
+      [30, 20],
+      [2000, 49],
+    ] as const)
+      it(`a ${purchase}-cent purchase on a ${cardCents}-cent card: capture 50, refund ${50 - purchase} at once, net charge ${purchase}`, async () => {
+        const { account, key } = await setup();
+        const card = (await s.request("POST", "/v1/cards", { key, body: { amount_cents: cardCents } })).body;
+        const n = fake.requests.length;
+        const res = await s.request("POST", `/v1/test_helpers/cards/${card.id}/purchase`, { key, body: { amount_cents: purchase } });
+        expect(res.body).toMatchObject({ approved: true, amount_cents: purchase, card: { status: "USED", remaining_cents: 0 } });
+        const { intents, cards } = await atStripe(account.id);
+        const pi = intents[0]!;
+        expect(since(n).map((c) => `${c.method} ${c.path} ${c.idempotencyKey}`)).toEqual([
+          `POST /v1/payment_intents/${pi.id}/capture ${card.id}:capture`,
+          `POST /v1/refunds ${card.id}:capture:refund`,
+          `POST /v1/issuing/cards/${cards[0]!.id} ${card.id}:revoke`,
+        ]);
+        expect(since(n)[0]!.params).toEqual({ amount_to_capture: "50" });
+        expect(since(n)[1]!.params).toEqual({ payment_intent: pi.id, amount: String(50 - purchase), "metadata[reason]": "below_stripe_minimum_charge" });
+        expect(pi).toMatchObject({ status: "succeeded", amount: Math.max(cardCents, 50), amount_received: 50 });
+        expect(50 - fake.refunded(pi.id)).toBe(purchase);
+      });
+
+    it("a refund that fails is retried with the capture: the purchase answers 502 and a retry settles it once", async () => {
+      const { account, key } = await setup();
+      const card = (await s.request("POST", "/v1/cards", { key, body: { amount_cents: 500 } })).body;
+      fake.fail("refunds.create", faults.serverError());
+      const buy = () => s.request("POST", `/v1/test_helpers/cards/${card.id}/purchase`, { key, body: { amount_cents: 10 } });
+      const err = expectError(await buy(), 502, "processor_error");
+      expect(err.details).toMatchObject({ step: "capture" });
+      expect((await s.request("GET", `/v1/cards/${card.id}`, { key })).body).toMatchObject({ status: "OPEN", remaining_cents: 500 });
+      expect((await buy()).body).toMatchObject({ approved: true, card: { status: "USED" } });
+      const pi = (await atStripe(account.id)).intents[0]!;
+      expect(pi).toMatchObject({ status: "succeeded", amount_received: 50 });
+      expect(fake.refunded(pi.id)).toBe(40);
+      expect([...fake.refunds.values()].filter((r) => r.payment_intent === pi.id)).toHaveLength(1);
+    });
+  });
+
+  it("an account whose payment method was saved before Stripe was set up gets its Customer on the first hold", async () => {
+    const { account, key } = await setup();
+    await q("DELETE FROM stripe_accounts WHERE account_id = ?", [account.id]);
+    const n = fake.requests.length;
+    expect((await s.request("POST", "/v1/cards", { key, body: { amount_cents: 900 } })).status).toBe(201);
+    expect(since(n).map((c) => c.path).slice(0, 3)).toEqual(["/v1/customers", "/v1/payment_methods/pm_card_visa/attach", "/v1/payment_intents"]);
+  });
+});
+
+describe(`stripe keys per mode (${dbKind})`, () => {
+  let testFake: FakeStripe;
+  let s: TestServer;
+  beforeAll(async () => {
+    testFake = await startFakeStripe("sk_test_fake");
+    // Only the test key: live mode is not configured.
+    s = await startServer({ PROCESSOR: "stripe", STRIPE_TEST_SECRET_KEY: "sk_test_fake", STRIPE_API_BASE: testFake.url });
+  });
+  afterAll(async () => {
+    await s?.close();
+    await testFake?.close();
+  });
+
+  it("a mode without its secret key answers 503 processor_not_configured; reads still work", async () => {
+    const account = await s.newAccount();
+    const live = await account.key("live");
+    expectError(await s.request("POST", "/v1/cards", { key: live, body: { amount_cents: 900 } }), 503, "processor_not_configured");
+    expect((await s.request("GET", "/v1/cards", { key: live })).status).toBe(200);
+    expect((await s.request("GET", "/v1/balance", { key: live })).status).toBe(200);
+    // Test mode runs on Stripe with the test key.
+    expect((await s.request("POST", "/v1/cards", { key: await account.key("test"), body: { amount_cents: 900 } })).status).toBe(201);
+  });
+
+  it("live mode uses STRIPE_LIVE_SECRET_KEY", async () => {
+    const liveFake = await startFakeStripe("sk_live_fake");
+    const t = await startServer({ PROCESSOR: "stripe", STRIPE_LIVE_SECRET_KEY: "sk_live_fake", STRIPE_API_BASE: liveFake.url });
+    try {
+      const account = await t.newAccount();
+      const live = await account.key("live");
+      const card = await t.request("POST", "/v1/cards", { key: live, body: { amount_cents: 900 } });
+      expect(card.status).toBe(201);
+      expect([...liveFake.cards.values()].every((c) => c.livemode)).toBe(true);
+      expect(liveFake.requests.some((r) => r.path === "/v1/issuing/cards")).toBe(true);
+      // Test mode has no key here: 503, never the simulated processor.
+      expectError(await t.request("POST", "/v1/cards", { key: await account.key("test"), body: { amount_cents: 900 } }), 503, "processor_not_configured");
+    } finally {
+      await t.close();
+      await liveFake.close();
+    }
+  });
+});
