@@ -1,0 +1,355 @@
+import { HttpClient, sleepUntil, type ClientOptions, type RequestOptions } from "./core.js";
+import { APIConnectionError, CardctlError, DecisionTimeoutError, InternalServerError, NotFoundError, ProcessorError, RateLimitError, UserAbortError } from "./errors.js";
+import { PagePromise } from "./pagination.js";
+import type {
+  Approval,
+  ApprovalListParams,
+  ApprovalRejectParams,
+  ApprovalRejectResult,
+  ApprovalStatus,
+  Balance,
+  Card,
+  CardCloseResult,
+  CardCreateParams,
+  CardCreateResult,
+  CardCreated,
+  CardDetail,
+  CardListParams,
+  CardRetrieveParams,
+  ListResponse,
+  Policy,
+  PolicyUpdateParams,
+  PurchaseParams,
+  PurchaseResult,
+} from "./types.js";
+
+/**
+ * List parameters as the SDK takes them: the contract's query type, with `limit` narrowed to a
+ * number (the contract coerces query strings, so its own input type for `limit` is `unknown`).
+ */
+export type ListParams<P> = Omit<P, "limit" | "starting_after"> & {
+  /** Page size, 1..100 (server default 20). */
+  limit?: number | undefined;
+  /** Cursor: start after this id (set automatically when paging). */
+  starting_after?: string | undefined;
+};
+
+/** Query of `cards.list`. */
+export type CardListQuery = ListParams<CardListParams>;
+/** Query of `approvals.list`. */
+export type ApprovalListQuery = ListParams<ApprovalListParams>;
+
+/** How an approval request ended. */
+export type ApprovalDecision =
+  | { status: "APPROVED"; approval: Approval; card: CardDetail }
+  | { status: "REJECTED"; approval: Approval }
+  | { status: "EXPIRED"; approval: Approval };
+
+/**
+ * Result of `cards.createAndWait`: a usable card (`approval` is null when the policy needed no
+ * approval), or the approval request that was rejected or expired.
+ */
+export type CreateAndWaitResult =
+  | { status: "APPROVED"; approval: Approval | null; card: CardDetail }
+  | { status: "REJECTED"; approval: Approval }
+  | { status: "EXPIRED"; approval: Approval };
+
+/** Options of `approvals.waitForDecision` and `cards.createAndWait`. */
+export interface WaitOptions {
+  /** Give up after this many milliseconds with {@link DecisionTimeoutError} (default: wait until the approval's own expiry decides). */
+  timeoutMs?: number | undefined;
+  /** Cancels the wait; it then rejects with {@link UserAbortError}. */
+  signal?: AbortSignal | undefined;
+  /** Delay between polls in milliseconds. Default: 1 s, growing by half each poll up to 15 s. */
+  pollIntervalMs?: number | undefined;
+}
+
+const APPROVAL_STATUSES: ApprovalStatus[] = ["PENDING", "APPROVED", "REJECTED", "EXPIRED"];
+const seg = (id: string) => encodeURIComponent(id);
+
+/** Cards: create, list, get (with an ephemeral key to reveal the number), close. */
+export class Cards {
+  /** @internal Use `new Cardctl(...).cards`. */
+  constructor(
+    private readonly http: HttpClient,
+    private readonly client: Cardctl,
+  ) {}
+
+  /**
+   * Requests a single-use card (`POST /v1/cards`). Resolves to the issued card (status `OPEN`,
+   * HTTP 201) or, when the policy needs a human, to `{ status: "PENDING_APPROVAL", approval_id,
+   * expires_at }` (HTTP 202): switch on `status`. Sent with an Idempotency-Key, so retries never
+   * make a second card or hold.
+   * @throws {SetupRequiredError} the account's set-up is incomplete (`missing`, `setupUrl`).
+   * @throws {PolicyViolationError} the amount exceeds the policy maximum (`maxAmountCents`, `requested`).
+   */
+  create(params: CardCreateParams, options?: RequestOptions): Promise<CardCreateResult> {
+    return this.http.request({ method: "POST", path: "/cards", body: params, options });
+  }
+
+  /**
+   * Lists cards, newest first (`GET /v1/cards`). `await` it for one page (`data`, `has_more`,
+   * `getNextPage()`), or `for await (const card of client.cards.list({ status: "OPEN" }))` to walk
+   * every page.
+   */
+  list(params: CardListQuery = {}, options?: RequestOptions): PagePromise<Card> {
+    return new PagePromise<Card>((cursor) =>
+      this.http.request<ListResponse<Card>>({
+        method: "GET",
+        path: "/cards",
+        query: { ...params, starting_after: cursor ?? params.starting_after },
+        options,
+      }),
+    );
+  }
+
+  /**
+   * Gets one card (`GET /v1/cards/{id}`) with `ephemeral_key_secret`, the short-lived secret the
+   * processor's client-side library uses to reveal PAN and CVV. The API never returns the number itself.
+   * @param params.nonce passed through to the processor's ephemeral key (Stripe Issuing Elements).
+   * @throws {NotFoundError} no such card for this key.
+   */
+  get(id: string, params: CardRetrieveParams = {}, options?: RequestOptions): Promise<CardDetail> {
+    return this.http.request({ method: "GET", path: `/cards/${seg(id)}`, query: { ...params }, options });
+  }
+
+  /**
+   * Closes a card (`POST /v1/cards/{id}/close`): revokes it at the processor and releases its hold
+   * if still open. Idempotent: closing a closed card succeeds.
+   * @throws {NotFoundError} no such card for this key.
+   */
+  close(id: string, options?: RequestOptions): Promise<CardCloseResult> {
+    return this.http.request({ method: "POST", path: `/cards/${seg(id)}/close`, options });
+  }
+
+  /**
+   * For agents: creates a card and, when a human must approve it, waits for the decision.
+   * Resolves to `{ status: "APPROVED", card }` with the full card (including
+   * `ephemeral_key_secret`; `approval` is null when no approval was needed), or to
+   * `{ status: "REJECTED" | "EXPIRED", approval }`.
+   * @throws {DecisionTimeoutError} no decision within `wait.timeoutMs`.
+   */
+  async createAndWait(
+    params: CardCreateParams,
+    wait: WaitOptions & { idempotencyKey?: string | undefined } = {},
+  ): Promise<CreateAndWaitResult> {
+    const started = Date.now();
+    const created = await this.create(params, { signal: wait.signal, idempotencyKey: wait.idempotencyKey });
+    if (created.status !== "PENDING_APPROVAL") {
+      const card = await this.get(created.id, {}, { signal: wait.signal });
+      return { status: "APPROVED", approval: null, card };
+    }
+    const timeoutMs = wait.timeoutMs === undefined ? undefined : Math.max(0, wait.timeoutMs - (Date.now() - started));
+    return this.client.approvals.waitForDecision(created.approval_id, { ...wait, timeoutMs });
+  }
+}
+
+/** The spend summary. */
+export class BalanceResource {
+  /** @internal Use `new Cardctl(...).balance`. */
+  constructor(private readonly http: HttpClient) {}
+
+  /** Gets the spend summary (`GET /v1/balance`): held amount, open cards, pending approvals, policy and set-up state. */
+  retrieve(options?: RequestOptions): Promise<Balance> {
+    return this.http.request({ method: "GET", path: "/balance", options });
+  }
+}
+
+/** The default spending policy. */
+export class Policies {
+  /** @internal Use `new Cardctl(...).policies`. */
+  constructor(private readonly http: HttpClient) {}
+
+  /** Gets the default policy (`GET /v1/policies/default`). */
+  retrieveDefault(options?: RequestOptions): Promise<Policy> {
+    return this.http.request({ method: "GET", path: "/policies/default", options });
+  }
+
+  /**
+   * Updates the default policy (`PUT /v1/policies/default`); members left out keep their value.
+   * Resolves to the resulting policy.
+   * @throws {PermissionError} with an `agent` key: agents cannot loosen their own policy.
+   */
+  updateDefault(params: PolicyUpdateParams, options?: RequestOptions): Promise<Policy> {
+    return this.http.request({ method: "PUT", path: "/policies/default", body: params, options });
+  }
+}
+
+/** Approval requests: list, approve, reject, and wait for a human's decision. */
+export class Approvals {
+  /** @internal Use `new Cardctl(...).approvals`. */
+  constructor(
+    private readonly http: HttpClient,
+    private readonly client: Cardctl,
+  ) {}
+
+  /**
+   * Lists approval requests, newest first (`GET /v1/approvals`); `status` defaults to `PENDING`.
+   * Awaitable for one page, or iterable with `for await` across every page.
+   */
+  list(params: ApprovalListQuery = {}, options?: RequestOptions): PagePromise<Approval> {
+    return new PagePromise<Approval>((cursor) =>
+      this.http.request<ListResponse<Approval>>({
+        method: "GET",
+        path: "/approvals",
+        query: { ...params, starting_after: cursor ?? params.starting_after },
+        options,
+      }),
+    );
+  }
+
+  /**
+   * Finds one approval request by id. The API has no single-approval endpoint, so this searches
+   * the lists by status (newest first); pass `createdAt` (ISO) when known to stop early.
+   * @throws {NotFoundError} not found in any list.
+   */
+  async retrieve(id: string, options?: RequestOptions & { createdAt?: string | undefined }): Promise<Approval> {
+    const floor = options?.createdAt ? Date.parse(options.createdAt) : undefined;
+    for (const status of APPROVAL_STATUSES) {
+      for await (const a of this.list({ status, limit: 100 }, options)) {
+        if (a.id === id) return a;
+        if (floor !== undefined && Date.parse(a.created_at) < floor) break;
+      }
+    }
+    throw new NotFoundError({ status: 404, code: "not_found", message: `No approval ${id} for this key.` });
+  }
+
+  /**
+   * Approves a pending request (`POST /v1/approvals/{id}/approve`): the hold and mint run now, and
+   * the new card is returned. Needs a `full` key.
+   * @throws {ConflictError} `approval_not_pending` (already decided or expired; see `details.status`).
+   * @throws {PermissionError} with an `agent` key.
+   */
+  approve(id: string, options?: RequestOptions): Promise<CardCreated> {
+    return this.http.request({ method: "POST", path: `/approvals/${seg(id)}/approve`, options });
+  }
+
+  /**
+   * Rejects a pending request (`POST /v1/approvals/{id}/reject`), with an optional reason.
+   * Needs a `full` key.
+   * @throws {ConflictError} `approval_not_pending`.
+   */
+  reject(id: string, params: ApprovalRejectParams = {}, options?: RequestOptions): Promise<ApprovalRejectResult> {
+    return this.http.request({ method: "POST", path: `/approvals/${seg(id)}/reject`, body: params, options });
+  }
+
+  /**
+   * Polls until a human decides (or the request expires): resolves to `{ status: "APPROVED",
+   * approval, card }` (the card as `cards.get` returns it, with `ephemeral_key_secret`), or to
+   * `{ status: "REJECTED" | "EXPIRED", approval }`. Transient failures while polling (network,
+   * 429, 5xx) are ridden out until `timeoutMs`.
+   * @throws {DecisionTimeoutError} still pending after `timeoutMs`.
+   * @throws {UserAbortError} `signal` fired.
+   * @throws {NotFoundError} no such approval for this key.
+   */
+  async waitForDecision(id: string, options: WaitOptions = {}): Promise<ApprovalDecision> {
+    const { signal, timeoutMs, pollIntervalMs } = options;
+    const deadline = timeoutMs === undefined ? Infinity : Date.now() + timeoutMs;
+    const controller = new AbortController();
+    const onAbort = () => controller.abort(signal?.reason);
+    if (signal?.aborted) throw new UserAbortError({ code: "aborted", message: "The wait was aborted.", cause: signal.reason });
+    signal?.addEventListener("abort", onAbort, { once: true });
+    const timer = Number.isFinite(deadline) ? setTimeout(() => controller.abort(), Math.max(0, deadline - Date.now())) : undefined;
+    const opts: RequestOptions = { signal: controller.signal };
+    let createdAt: string | undefined;
+    let interval = pollIntervalMs ?? 1000;
+    try {
+      for (;;) {
+        let approval: Approval | undefined;
+        try {
+          approval = await this.retrieve(id, { ...opts, createdAt });
+        } catch (err) {
+          if (err instanceof UserAbortError && !signal?.aborted) throw new DecisionTimeoutError(id, timeoutMs ?? 0);
+          if (!isTransient(err)) throw err;
+        }
+        if (approval) {
+          createdAt = approval.created_at;
+          if (approval.status === "APPROVED") {
+            if (!approval.card_id)
+              throw new CardctlError({ code: "missing_card_id", message: `Approval ${id} is APPROVED but names no card.` });
+            try {
+              const card = await this.client.cards.get(approval.card_id, {}, opts);
+              return { status: "APPROVED", approval, card };
+            } catch (err) {
+              if (err instanceof UserAbortError && !signal?.aborted) throw new DecisionTimeoutError(id, timeoutMs ?? 0);
+              if (!isTransient(err)) throw err;
+              // the next poll finds it APPROVED again and fetches the card again
+            }
+          }
+          if (approval.status === "REJECTED" || approval.status === "EXPIRED") return { status: approval.status, approval };
+        }
+        if (Date.now() >= deadline) throw new DecisionTimeoutError(id, timeoutMs ?? 0);
+        try {
+          await sleepUntil(Math.min(deadline, Date.now() + interval), controller.signal);
+        } catch (err) {
+          if (signal?.aborted) throw err;
+          throw new DecisionTimeoutError(id, timeoutMs ?? 0);
+        }
+        if (pollIntervalMs === undefined) interval = Math.min(15_000, interval * 1.5);
+      }
+    } finally {
+      if (timer !== undefined) clearTimeout(timer);
+      signal?.removeEventListener("abort", onAbort);
+    }
+  }
+}
+
+const isTransient = (err: unknown) =>
+  err instanceof APIConnectionError ||
+  err instanceof RateLimitError ||
+  err instanceof InternalServerError ||
+  (err instanceof ProcessorError && err.status !== 503);
+
+/** Test-mode helpers (work only with `sk_test_` keys). */
+export class TestHelpers {
+  /** @internal Use `new Cardctl(...).testHelpers`. */
+  constructor(private readonly http: HttpClient) {}
+
+  /**
+   * Simulates a purchase on a card (`POST /v1/test_helpers/cards/{id}/purchase`), as the processor
+   * would report it: the first authorized purchase makes a single-use card USED. Resolves to
+   * `{ approved, decline_reason, amount_cents, card }`.
+   * @throws {PermissionError} with a live key.
+   */
+  purchase(cardId: string, params: PurchaseParams, options?: RequestOptions): Promise<PurchaseResult> {
+    return this.http.request({ method: "POST", path: `/test_helpers/cards/${seg(cardId)}/purchase`, body: params, options });
+  }
+}
+
+/**
+ * The cardctl client.
+ *
+ * ```ts
+ * const cardctl = new Cardctl({ apiKey: process.env.CARDCTL_API_KEY, baseUrl: "https://cards.example.com" });
+ * const result = await cardctl.cards.createAndWait({ amount_cents: 2500, purpose: "API credits" });
+ * ```
+ */
+export class Cardctl {
+  /** Cards: create, list, get, close, createAndWait. */
+  readonly cards: Cards;
+  /** The spend summary. */
+  readonly balance: BalanceResource;
+  /** The default policy. */
+  readonly policies: Policies;
+  /** Approval requests. */
+  readonly approvals: Approvals;
+  /** Test-mode helpers (sk_test_ keys only). */
+  readonly testHelpers: TestHelpers;
+  /** The resolved base URL (without `/v1`). */
+  readonly baseUrl: string;
+
+  /**
+   * @param options `apiKey` (default `CARDCTL_API_KEY`), `baseUrl` (default `CARDCTL_BASE_URL` or
+   * `http://127.0.0.1:4000`), `timeoutMs` per attempt (60 000), `maxRetries` (3),
+   * `maxRetryWaitMs` (60 000), `fetch`.
+   */
+  constructor(options: ClientOptions = {}) {
+    const http = new HttpClient(options);
+    this.baseUrl = http.baseUrl;
+    this.cards = new Cards(http, this);
+    this.balance = new BalanceResource(http);
+    this.policies = new Policies(http);
+    this.approvals = new Approvals(http, this);
+    this.testHelpers = new TestHelpers(http);
+  }
+}

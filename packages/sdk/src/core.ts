@@ -1,0 +1,223 @@
+import {
+  APIConnectionError,
+  CardctlError,
+  TimeoutError,
+  UserAbortError,
+  errorFromResponse,
+} from "./errors.js";
+
+/** The `fetch` the SDK calls: the global one, or any compatible implementation. */
+export type Fetch = (input: string, init: RequestInit) => Promise<Response>;
+
+/** Options of {@link Cardctl}. */
+export interface ClientOptions {
+  /** `sk_test_…` or `sk_live_…`. Defaults to the `CARDCTL_API_KEY` environment variable where there is one. */
+  apiKey?: string | undefined;
+  /** Where the service runs, e.g. `https://cards.example.com` (a trailing `/v1` is accepted). Defaults to `CARDCTL_BASE_URL`, else `http://127.0.0.1:4000`. */
+  baseUrl?: string | undefined;
+  /** Time limit of one HTTP attempt in milliseconds (default 60 000). */
+  timeoutMs?: number | undefined;
+  /** Retries after the first attempt for network errors, timeouts, 409 `idempotency_key_in_use`, 429 and 5xx (default 3). */
+  maxRetries?: number | undefined;
+  /**
+   * Longest wait for a rate-limit window to reset (Retry-After / RateLimit-Reset) before a retry,
+   * in milliseconds (default 60 000). A 429 that asks for a longer wait throws {@link RateLimitError}
+   * at once (with `retryAfterMs`) instead of blocking.
+   */
+  maxRetryWaitMs?: number | undefined;
+  /** A fetch implementation (default: `globalThis.fetch`). */
+  fetch?: Fetch | undefined;
+}
+
+/** Per-call options, accepted as the last argument of every method. */
+export interface RequestOptions {
+  /** Cancels the call (and its retries and waits); the call then rejects with {@link UserAbortError}. */
+  signal?: AbortSignal | undefined;
+  /** Overrides the client's `timeoutMs` for each attempt of this call. */
+  timeoutMs?: number | undefined;
+  /** Overrides the client's `maxRetries` for this call. */
+  maxRetries?: number | undefined;
+  /** POST only: the Idempotency-Key (1..199 chars). Generated when absent; the same key is sent on every retry of the call. */
+  idempotencyKey?: string | undefined;
+}
+
+interface RequestSpec {
+  method: "GET" | "POST" | "PUT";
+  path: string;
+  query?: Record<string, string | number | boolean | undefined | null> | undefined;
+  body?: unknown;
+  options?: RequestOptions | undefined;
+}
+
+const env = (name: string): string | undefined =>
+  (globalThis as { process?: { env?: Record<string, string | undefined> } }).process?.env?.[name] || undefined;
+
+const BASE_DELAY_MS = 500;
+const MAX_DELAY_MS = 8000;
+
+/** Exponential backoff with jitter: 0.5 s, 1 s, 2 s, … (capped at 8 s), each scaled by a random 50..100 %. */
+export function backoffMs(retry: number): number {
+  const ceiling = Math.min(MAX_DELAY_MS, BASE_DELAY_MS * 2 ** retry);
+  return ceiling * (0.5 + Math.random() * 0.5);
+}
+
+/** Milliseconds the server asked us to wait: Retry-After (seconds or HTTP date), else RateLimit-Reset (unix seconds). */
+export function serverWaitMs(headers: Headers): number | undefined {
+  const retryAfter = headers.get("retry-after");
+  if (retryAfter !== null && retryAfter.trim() !== "") {
+    const secs = Number(retryAfter);
+    if (Number.isFinite(secs)) return Math.max(0, secs * 1000);
+    const at = Date.parse(retryAfter);
+    if (!Number.isNaN(at)) return Math.max(0, at - Date.now());
+  }
+  const reset = Number(headers.get("ratelimit-reset") ?? NaN);
+  if (Number.isFinite(reset) && reset > 0) return Math.max(0, reset * 1000 - Date.now());
+  return undefined;
+}
+
+function abortError(signal: AbortSignal): UserAbortError {
+  return new UserAbortError({ code: "aborted", message: "The request was aborted.", cause: signal.reason });
+}
+
+/**
+ * Resolves once the wall clock reaches `deadline` (checked at least every second, so a suspended
+ * machine or a clock that jumps does not make it oversleep a rate-limit reset); rejects on abort.
+ */
+export async function sleepUntil(deadline: number, signal?: AbortSignal): Promise<void> {
+  for (;;) {
+    if (signal?.aborted) throw abortError(signal);
+    const left = deadline - Date.now();
+    if (left <= 0) return;
+    await new Promise<void>((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        signal?.removeEventListener("abort", done);
+        resolve();
+      };
+      const timer = setTimeout(done, Math.min(left, 1000));
+      signal?.addEventListener("abort", done, { once: true });
+    });
+  }
+}
+
+function newIdempotencyKey(): string {
+  const c = (globalThis as { crypto?: { randomUUID?: () => string } }).crypto;
+  if (c?.randomUUID) return `sdk_${c.randomUUID()}`;
+  return `sdk_${Date.now().toString(36)}_${Math.random().toString(36).slice(2)}${Math.random().toString(36).slice(2)}`;
+}
+
+function isRetryableStatus(status: number, code: string | undefined): boolean {
+  return status === 429 || status >= 500 || (status === 409 && code === "idempotency_key_in_use");
+}
+
+/** The HTTP layer: auth, JSON, Idempotency-Keys, timeouts, retries and error mapping. */
+export class HttpClient {
+  readonly baseUrl: string;
+  readonly timeoutMs: number;
+  readonly maxRetries: number;
+  readonly maxRetryWaitMs: number;
+  readonly #apiKey: string;
+  readonly #fetch: Fetch;
+
+  constructor(options: ClientOptions = {}) {
+    const apiKey = options.apiKey ?? env("CARDCTL_API_KEY");
+    if (!apiKey) throw new CardctlError({ code: "missing_api_key", message: "No API key: pass { apiKey } or set CARDCTL_API_KEY." });
+    this.#apiKey = apiKey;
+    this.baseUrl = (options.baseUrl ?? env("CARDCTL_BASE_URL") ?? "http://127.0.0.1:4000").replace(/\/+$/, "").replace(/\/v1$/, "");
+    this.timeoutMs = options.timeoutMs ?? 60_000;
+    this.maxRetries = options.maxRetries ?? 3;
+    this.maxRetryWaitMs = options.maxRetryWaitMs ?? 60_000;
+    const f = options.fetch ?? (globalThis.fetch as Fetch | undefined);
+    if (!f) throw new CardctlError({ code: "missing_fetch", message: "No global fetch here: pass { fetch }." });
+    this.#fetch = options.fetch ? f : (input, init) => globalThis.fetch(input, init);
+  }
+
+  /** Sends one logical request (with its retries) and returns the parsed JSON body. */
+  async request<T>(spec: RequestSpec): Promise<T> {
+    const o = spec.options ?? {};
+    const signal = o.signal;
+    const timeoutMs = o.timeoutMs ?? this.timeoutMs;
+    const maxRetries = Math.max(0, o.maxRetries ?? this.maxRetries);
+
+    let url = `${this.baseUrl}/v1${spec.path}`;
+    if (spec.query) {
+      const qs = new URLSearchParams();
+      for (const [k, v] of Object.entries(spec.query)) if (v !== undefined && v !== null) qs.set(k, String(v));
+      const s = qs.toString();
+      if (s) url += `?${s}`;
+    }
+    const headers: Record<string, string> = { authorization: `Bearer ${this.#apiKey}`, accept: "application/json" };
+    let payload: string | undefined;
+    if (spec.body !== undefined) {
+      payload = JSON.stringify(spec.body);
+      headers["content-type"] = "application/json";
+    }
+    if (spec.method === "POST") headers["idempotency-key"] = o.idempotencyKey ?? newIdempotencyKey();
+
+    for (let attempt = 0; ; attempt++) {
+      if (signal?.aborted) throw abortError(signal);
+      const canRetry = attempt < maxRetries;
+
+      const controller = new AbortController();
+      let timedOut = false;
+      const timer = setTimeout(() => {
+        timedOut = true;
+        controller.abort();
+      }, timeoutMs);
+      const onAbort = () => controller.abort();
+      signal?.addEventListener("abort", onAbort, { once: true });
+
+      let res: Response;
+      let text: string;
+      try {
+        res = await this.#fetch(url, { method: spec.method, headers, body: payload, signal: controller.signal });
+        text = await res.text();
+      } catch (err) {
+        if (signal?.aborted) throw abortError(signal);
+        const e = timedOut
+          ? new TimeoutError({ code: "timeout", message: `${spec.method} ${spec.path} timed out after ${timeoutMs} ms.`, cause: err })
+          : new APIConnectionError({
+              code: "connection_error",
+              message: `Could not reach ${this.baseUrl} (${spec.method} ${spec.path}): ${describe(err)}`,
+              cause: err,
+            });
+        if (!canRetry) throw e;
+        await sleepUntil(Date.now() + backoffMs(attempt), signal);
+        continue;
+      } finally {
+        clearTimeout(timer);
+        signal?.removeEventListener("abort", onAbort);
+      }
+
+      let body: unknown = undefined;
+      if (text) {
+        try {
+          body = JSON.parse(text);
+        } catch {
+          body = text;
+        }
+      }
+      if (res.ok) return body as T;
+
+      const code = (body as { error?: { code?: unknown } } | undefined)?.error?.code;
+      const waitMs = res.status === 429 ? serverWaitMs(res.headers) : undefined;
+      const error = errorFromResponse(res.status, body, res.headers, { retryAfterMs: waitMs });
+      if (!canRetry || !isRetryableStatus(res.status, typeof code === "string" ? code : undefined)) throw error;
+      let delay = backoffMs(attempt);
+      if (res.status === 429 && waitMs !== undefined) {
+        if (waitMs > this.maxRetryWaitMs) throw error;
+        delay = waitMs + Math.random() * 250;
+      } else if (res.status === 503) {
+        const asked = serverWaitMs(res.headers);
+        if (asked !== undefined && asked <= this.maxRetryWaitMs) delay = Math.max(delay, asked);
+      }
+      await sleepUntil(Date.now() + delay, signal);
+    }
+  }
+}
+
+function describe(err: unknown): string {
+  if (!(err instanceof Error)) return String(err);
+  const cause = (err as { cause?: { code?: string; message?: string } }).cause;
+  return cause?.code ? `${err.message} (${cause.code})` : cause?.message ? `${err.message} (${cause.message})` : err.message;
+}

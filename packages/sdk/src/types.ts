@@ -1,0 +1,72 @@
+/**
+ * Every request and response type of the SDK, derived from the zod schemas of the REST contract
+ * (`@cardctl/contract`, the same schemas the server's tRPC router validates with). Nothing here is
+ * written by hand: `test/types.test-d.ts` asserts that these equal
+ * `inferRouterInputs/inferRouterOutputs<AppRouter>`, so a change of the router breaks the build.
+ */
+import type { z } from "zod";
+import type * as s from "@cardctl/contract";
+
+/** Strips `undefined` from the property types of an object type (for path-parameter omission). */
+type Without<T, K extends PropertyKey> = Omit<T, K>;
+
+// ---- requests (z.input: what the caller may send; defaults are optional) ----
+
+/** Body of `POST /v1/cards`. */
+export type CardCreateParams = z.input<typeof s.createCardInput>;
+/** Query of `GET /v1/cards` (`limit` 1..100, default 20; `starting_after` is the paging cursor). */
+export type CardListParams = z.input<typeof s.listCardsInput>;
+/** Input of `GET /v1/cards/{id}` (the id travels in the path, `nonce` in the query). */
+export type CardRetrieveInput = z.input<typeof s.getCardInput>;
+/** Query of `GET /v1/cards/{id}`. */
+export type CardRetrieveParams = Without<CardRetrieveInput, "id">;
+/** Input of `POST /v1/cards/{id}/close`. */
+export type CardCloseInput = z.input<typeof s.cardIdInput>;
+/** Body of `PUT /v1/policies/default` (both members optional). */
+export type PolicyUpdateParams = z.input<typeof s.updatePolicyInput>;
+/** Query of `GET /v1/approvals` (`status` defaults to PENDING). */
+export type ApprovalListParams = z.input<typeof s.listApprovalsInput>;
+/** Input of `POST /v1/approvals/{id}/approve`. */
+export type ApprovalApproveInput = z.input<typeof s.approvalIdInput>;
+/** Input of `POST /v1/approvals/{id}/reject`. */
+export type ApprovalRejectInput = z.input<typeof s.rejectInput>;
+/** Body of `POST /v1/approvals/{id}/reject`. */
+export type ApprovalRejectParams = Without<ApprovalRejectInput, "id">;
+/** Input of `POST /v1/test_helpers/cards/{id}/purchase`. */
+export type PurchaseInput = z.input<typeof s.purchaseInput>;
+/** Body of `POST /v1/test_helpers/cards/{id}/purchase`. */
+export type PurchaseParams = Without<PurchaseInput, "id">;
+
+// ---- responses (z.output: what the server returns) ----
+
+/** A card as issued (201 of `POST /v1/cards` and of approve). */
+export type CardCreated = z.output<typeof s.cardCreated>;
+/** The 202 of `POST /v1/cards`: the policy requires a human's approval; no card yet. */
+export type PendingApproval = z.output<typeof s.pendingApproval>;
+/** Result of `cards.create`: discriminate on `status` (`"PENDING_APPROVAL"` or a card status). */
+export type CardCreateResult = z.output<typeof s.createCardOutput>;
+/** An item of `GET /v1/cards`. */
+export type Card = z.output<typeof s.cardListItem>;
+/** `GET /v1/cards/{id}`: the card with an ephemeral key secret to reveal PAN/CVV client-side. */
+export type CardDetail = z.output<typeof s.cardDetail>;
+/** Response of `POST /v1/cards/{id}/close`. */
+export type CardCloseResult = z.output<typeof s.closeCardOutput>;
+/** `GET /v1/balance`. */
+export type Balance = z.output<typeof s.balance>;
+/** The default policy. */
+export type Policy = z.output<typeof s.policy>;
+/** An approval request. */
+export type Approval = z.output<typeof s.approval>;
+/** Response of `POST /v1/approvals/{id}/reject`. */
+export type ApprovalRejectResult = z.output<typeof s.rejectOutput>;
+/** Response of `POST /v1/test_helpers/cards/{id}/purchase`. */
+export type PurchaseResult = z.output<typeof s.purchaseOutput>;
+/** A page of a list endpoint, as the server sends it. */
+export type ListResponse<T> = { data: T[]; has_more: boolean };
+/** The error envelope of every non-2xx response. */
+export type ErrorEnvelope = z.output<typeof s.errorEnvelopeSchema>;
+
+/** Card statuses (`OPEN`, `USED`, `CLOSED`). */
+export type CardStatus = z.output<typeof s.cardStatus>;
+/** Approval statuses (`PENDING`, `APPROVED`, `REJECTED`, `EXPIRED`). */
+export type ApprovalStatus = z.output<typeof s.approvalStatus>;
