@@ -1,0 +1,137 @@
+import type { Command } from "commander";
+import { ctxOf, type Ctx } from "../context.js";
+import { UsageError } from "../errors.js";
+import { parseAmount } from "../money.js";
+import { relativeTime, truncate } from "../output.js";
+import { printCard } from "./cards.js";
+
+const APPROVAL_STATUSES = ["PENDING", "APPROVED", "REJECTED", "EXPIRED"];
+
+export function printPolicy(ctx: Ctx, p: { approval_required: boolean; max_amount_cents: number }): void {
+  ctx.out.kv([
+    ["Approval required", p.approval_required ? ctx.out.style("yes", "yellow") : "no"],
+    ["Max per card", ctx.out.money(p.max_amount_cents)],
+  ]);
+}
+
+export function approvalRows(ctx: Ctx, list: any[]): string[][] {
+  const { out } = ctx;
+  return list.map((a) => [
+    a.id,
+    out.status(a.status),
+    out.money(a.amount_cents),
+    truncate(a.agent_id, 20),
+    truncate(a.purpose, 30),
+    relativeTime(a.created_at),
+    a.status === "PENDING" ? relativeTime(a.expires_at) : (a.card_id ?? truncate(a.reason, 24)),
+  ]);
+}
+export const APPROVAL_HEADERS = ["ID", "STATUS", "AMOUNT", "AGENT", "PURPOSE", "CREATED", "EXPIRES / RESULT"];
+
+export function registerAccount(program: Command): void {
+  program
+    .command("balance")
+    .description("Spend summary: held amount, open cards, pending approvals, policy, setup")
+    .action(async (_o: unknown, cmd: Command) => {
+      const ctx = ctxOf(cmd);
+      const b: any = await ctx.out.spin("Fetching the balance", () => ctx.client().balance.retrieve());
+      if (ctx.out.json) return ctx.out.printJson(b);
+      const { out } = ctx;
+      out.kv([
+        ["Held", out.money(b.held_cents)],
+        ["Open cards", String(b.open_cards)],
+        ["Pending approvals", b.pending_approvals ? out.style(String(b.pending_approvals), "yellow") : "0"],
+        ["Max per card", out.money(b.max_per_card_cents)],
+        ["Approval required", b.approval_required ? "yes" : "no"],
+        ["Setup complete", b.setup_complete ? out.style("yes", "green") : out.style("no", "red")],
+      ]);
+    });
+
+  const policy = program.command("policy").description("Read or change the default spending policy");
+  policy
+    .command("get")
+    .description("Show the default policy")
+    .action(async (_o: unknown, cmd: Command) => {
+      const ctx = ctxOf(cmd);
+      const p: any = await ctx.out.spin("Fetching the policy", () => ctx.client().policies.retrieveDefault());
+      if (ctx.out.json) return ctx.out.printJson(p);
+      printPolicy(ctx, p);
+    });
+  policy
+    .command("set")
+    .description("Change the default policy (needs a full key)")
+    .option("--approval-required", "new cards need a human approval")
+    .option("--no-approval-required", "new cards are issued without approval")
+    .option("--max <dollars>", "maximum per card, 0.01..500.00")
+    .action(async (o: { approvalRequired?: boolean; max?: string }, cmd: Command) => {
+      const ctx = ctxOf(cmd);
+      const body: Record<string, unknown> = {};
+      if (o.approvalRequired !== undefined) body.approval_required = o.approvalRequired;
+      if (o.max !== undefined) body.max_amount_cents = parseAmount(o.max, "--max");
+      if (Object.keys(body).length === 0) throw new UsageError("Nothing to change: give --approval-required, --no-approval-required or --max.");
+      const p: any = await ctx.out.spin("Updating the policy", () => ctx.client().policies.updateDefault(body as any));
+      if (ctx.out.json) return ctx.out.printJson(p);
+      ctx.out.line(`${ctx.out.style("✓", "green")} Default policy updated.`);
+      printPolicy(ctx, p);
+    });
+
+  const approvals = program.command("approvals").description("Review agents' card requests that need a human");
+  approvals
+    .command("list")
+    .description("List approval requests (default: pending)")
+    .option("--status <status>", `${APPROVAL_STATUSES.join(", ")}`, "PENDING")
+    .action(async (o: { status: string }, cmd: Command) => {
+      const ctx = ctxOf(cmd);
+      const status = o.status.toUpperCase();
+      if (!APPROVAL_STATUSES.includes(status)) throw new UsageError(`--status must be one of ${APPROVAL_STATUSES.join(", ")}.`);
+      const page: any = await ctx.out.spin("Fetching approvals", async () => await ctx.client().approvals.list({ status } as any));
+      if (ctx.out.json) return ctx.out.printJson(page);
+      ctx.out.table(APPROVAL_HEADERS, approvalRows(ctx, page.data), `No ${status.toLowerCase()} approvals.`);
+      if (page.has_more) ctx.out.line(ctx.out.style("More exist than shown.", "dim"));
+    });
+  approvals
+    .command("approve")
+    .argument("<id>", "approval id (appr_…)")
+    .description("Approve a pending request: the card is issued now")
+    .action(async (id: string, _o: unknown, cmd: Command) => {
+      const ctx = ctxOf(cmd);
+      const card: any = await ctx.out.spin("Approving and issuing the card", () => ctx.client().approvals.approve(id));
+      if (ctx.out.json) return ctx.out.printJson(card);
+      ctx.out.line(`${ctx.out.style("✓", "green")} Approved ${id}. Card issued.`);
+      printCard(ctx, card);
+    });
+  approvals
+    .command("reject")
+    .argument("<id>", "approval id (appr_…)")
+    .option("--reason <text>", "why (recorded on the approval)")
+    .description("Reject a pending request")
+    .action(async (id: string, o: { reason?: string }, cmd: Command) => {
+      const ctx = ctxOf(cmd);
+      const res: any = await ctx.out.spin("Rejecting", () =>
+        (ctx.client().approvals.reject as any)(id, o.reason !== undefined ? { reason: o.reason } : {}),
+      );
+      if (ctx.out.json) return ctx.out.printJson(res);
+      ctx.out.line(`${ctx.out.style("✓", "green")} Rejected ${id}.`);
+    });
+
+  const test = program.command("test").description("Test-mode helpers (sk_test_ keys only)");
+  test
+    .command("purchase")
+    .argument("<card>", "card id (card_…)")
+    .requiredOption("--amount <dollars>", "purchase amount, e.g. 4.00")
+    .option("--merchant <name>", "merchant name")
+    .description("Simulate a purchase on a card (the first purchase makes a single-use card USED)")
+    .action(async (cardId: string, o: { amount: string; merchant?: string }, cmd: Command) => {
+      const ctx = ctxOf(cmd);
+      const amount_cents = parseAmount(o.amount);
+      const body: Record<string, unknown> = { amount_cents };
+      if (o.merchant !== undefined) body.merchant = o.merchant;
+      const res: any = await ctx.out.spin("Simulating a purchase", () => ctx.client().testHelpers.purchase(cardId, body as any));
+      if (!res.approved) process.exitCode = 1;
+      if (ctx.out.json) return ctx.out.printJson(res);
+      const { out } = ctx;
+      if (res.approved) out.line(`${out.style("✓", "green")} Purchase of ${out.money(res.amount_cents)} approved.`);
+      else out.line(`${out.style("✗", "red")} Purchase of ${out.money(res.amount_cents)} declined: ${res.decline_reason ?? "unknown reason"}.`);
+      printCard(ctx, res.card);
+    });
+}

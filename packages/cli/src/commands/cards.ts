@@ -1,0 +1,220 @@
+import type { Command } from "commander";
+import { ctxOf, type Ctx } from "../context.js";
+import { UsageError } from "../errors.js";
+import { parseAmount, parseCents } from "../money.js";
+import { relativeTime, truncate } from "../output.js";
+import { confirm } from "../prompt.js";
+
+const CARD_STATUSES = ["OPEN", "USED", "CLOSED", "PENDING_APPROVAL"];
+
+/** Card fields common to the create, list and get shapes. */
+export function printCard(ctx: Ctx, c: Record<string, any>): void {
+  const { out } = ctx;
+  const pairs: Array<[string, string]> = [
+    ["ID", c.id],
+    ["Status", out.status(c.status)],
+    ["Card", `•••• ${c.last_four}  exp ${c.expiration}`],
+    ["Limit", out.money(c.spending_limit_cents ?? c.amount_cents)],
+    ["Remaining", out.money(c.remaining_cents)],
+    ["Agent", c.agent_id ?? "-"],
+  ];
+  if ("purpose" in c) pairs.push(["Purpose", c.purpose ?? "-"]);
+  pairs.push(["Created", `${relativeTime(c.created_at)} ${out.style(`(${c.created_at})`, "dim")}`]);
+  if ("closed_at" in c) pairs.push(["Closed", c.closed_at ? relativeTime(c.closed_at) : "-"]);
+  if (c.processor_card_id) pairs.push(["Processor id", c.processor_card_id]);
+  if (c.ephemeral_key_secret) pairs.push(["Ephemeral key", out.style("(secret; shown with --json, for the processor's reveal library)", "dim")]);
+  out.kv(pairs);
+}
+
+export function printPending(ctx: Ctx, p: { approval_id: string; expires_at: string }): void {
+  const { out } = ctx;
+  out.line(`${out.status("PENDING_APPROVAL")}: the policy requires a human approval.`);
+  out.kv([
+    ["Approval", p.approval_id],
+    ["Expires", `${relativeTime(p.expires_at)} ${out.style(`(${p.expires_at})`, "dim")}`],
+  ]);
+  out.line(out.style(`Approve with: cardctl approvals approve ${p.approval_id}   (or watch with: cardctl approvals watch)`, "dim"));
+}
+
+function parseDuration(s: string): number {
+  const m = /^(\d+)(ms|s|m|h)?$/.exec(s.trim());
+  if (!m) throw new UsageError(`--timeout must be a duration like 90s, 10m or 1h, got "${s}".`);
+  const mult = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }[(m[2] ?? "s") as "ms" | "s" | "m" | "h"];
+  return Number(m[1]) * mult;
+}
+
+export function registerCards(program: Command): void {
+  const cards = program.command("cards").description("Create, list, inspect and close virtual cards");
+
+  cards
+    .command("create")
+    .description("Request a single-use virtual card")
+    .option("--amount <dollars>", "spending limit in dollars, e.g. 12.50")
+    .option("--amount-cents <cents>", "spending limit in cents, e.g. 1250")
+    .option("--agent <id>", "agent id to record on the card")
+    .option("--purpose <text>", "what the card is for (≤ 500 chars)")
+    .option("--require-approval", "require a human approval even if the default policy does not")
+    .option("--max <dollars>", "tighten the per-card maximum for this request, e.g. 20.00")
+    .option("--wait", "when approval is needed, wait for the decision (spinner) and print the card")
+    .option("--timeout <duration>", "with --wait: give up after this long (e.g. 10m)", "15m")
+    .option("--idempotency-key <key>", "reuse a key to make a retried request safe")
+    .addHelpText(
+      "after",
+      "\nExamples:\n  cardctl cards create --amount 12.50 --agent shopper --purpose 'API credits'\n  cardctl cards create --amount-cents 1250 --require-approval --wait",
+    )
+    .action(async (o: Record<string, any>, cmd: Command) => {
+      const ctx = ctxOf(cmd);
+      const { out } = ctx;
+      if (o.amount !== undefined && o.amountCents !== undefined) throw new UsageError("Give either --amount or --amount-cents, not both.");
+      if (o.amount === undefined && o.amountCents === undefined) throw new UsageError("Give the amount: --amount 12.50 or --amount-cents 1250.");
+      const amount_cents = o.amount !== undefined ? parseAmount(o.amount) : parseCents(o.amountCents);
+      const policy_override: Record<string, unknown> = {};
+      if (o.requireApproval) policy_override.approval_required = true;
+      if (o.max !== undefined) policy_override.max_amount_cents = parseAmount(o.max, "--max");
+      const timeoutMs = parseDuration(o.timeout);
+      const params: Record<string, unknown> = { amount_cents };
+      if (o.agent !== undefined) params.agent_id = o.agent;
+      if (o.purpose !== undefined) params.purpose = o.purpose;
+      if (Object.keys(policy_override).length) params.policy_override = policy_override;
+      const reqOpts = o.idempotencyKey ? { idempotencyKey: o.idempotencyKey } : undefined;
+
+      const client = ctx.client();
+      const created: any = await out.spin("Requesting a card", () => (client.cards.create as any)(params, reqOpts));
+      if (created.status !== "PENDING_APPROVAL" || !o.wait) {
+        if (out.json) return out.printJson(created);
+        if (created.status === "PENDING_APPROVAL") return printPending(ctx, created);
+        out.line(`${out.style("✓", "green")} Card issued.`);
+        return printCard(ctx, created);
+      }
+      if (!out.json) printPending(ctx, created);
+      const decided = await waitForDecision(ctx, created.approval_id, timeoutMs);
+      if (out.json) return out.printJson(decided);
+      out.line(`${out.style("✓", "green")} Approved. Card issued.`);
+      printCard(ctx, decided);
+    });
+
+  cards
+    .command("list")
+    .description("List cards, newest first")
+    .option("--status <status>", `filter: ${CARD_STATUSES.join(", ")}`)
+    .option("--agent <id>", "filter by agent id")
+    .option("--limit <n>", "page size, 1..100 (default 20)")
+    .option("--all", "follow every page")
+    .action(async (o: Record<string, any>, cmd: Command) => {
+      const ctx = ctxOf(cmd);
+      const { out } = ctx;
+      const params: Record<string, unknown> = {};
+      if (o.status !== undefined) {
+        const s = String(o.status).toUpperCase();
+        if (!CARD_STATUSES.includes(s)) throw new UsageError(`--status must be one of ${CARD_STATUSES.join(", ")}.`);
+        params.status = s;
+      }
+      if (o.agent !== undefined) params.agent_id = o.agent;
+      if (o.limit !== undefined) {
+        const n = Number(o.limit);
+        if (!Number.isInteger(n) || n < 1 || n > 100) throw new UsageError("--limit must be a whole number from 1 to 100.");
+        params.limit = n;
+      }
+      const client = ctx.client();
+      let page: { data: any[]; has_more: boolean };
+      if (o.all) {
+        const data: any[] = [];
+        await out.spin("Fetching cards", async () => {
+          for await (const c of client.cards.list(params as any) as AsyncIterable<any>) data.push(c);
+        });
+        page = { data, has_more: false };
+      } else {
+        page = (await out.spin("Fetching cards", async () => await client.cards.list(params as any))) as any;
+      }
+      if (out.json) return out.printJson(page);
+      out.table(
+        ["ID", "STATUS", "AMOUNT", "REMAINING", "CARD", "AGENT", "PURPOSE", "CREATED"],
+        page.data.map((c) => [
+          c.id,
+          out.status(c.status),
+          out.money(c.amount_cents),
+          out.money(c.remaining_cents),
+          `•••• ${c.last_four}`,
+          truncate(c.agent_id, 20),
+          truncate(c.purpose, 30),
+          relativeTime(c.created_at),
+        ]),
+        "No cards.",
+      );
+      if (page.has_more) out.line(out.style("More cards exist: use --all or a larger --limit.", "dim"));
+    });
+
+  cards
+    .command("get")
+    .argument("<id>", "card id (card_…)")
+    .description("Show one card (the ephemeral key secret only with --json)")
+    .action(async (id: string, _o: unknown, cmd: Command) => {
+      const ctx = ctxOf(cmd);
+      const card: any = await ctx.out.spin("Fetching the card", () => ctx.client().cards.get(id));
+      if (ctx.out.json) return ctx.out.printJson(card);
+      printCard(ctx, card);
+    });
+
+  cards
+    .command("close")
+    .argument("<id>", "card id (card_…)")
+    .option("-y, --yes", "do not ask for confirmation")
+    .description("Close a card: revoke it at the processor and release its hold (idempotent)")
+    .action(async (id: string, o: { yes?: boolean }, cmd: Command) => {
+      const ctx = ctxOf(cmd);
+      const { out } = ctx;
+      if (!o.yes) {
+        if (!process.stdin.isTTY || !process.stdout.isTTY) {
+          throw new UsageError(`Refusing to close ${id} without confirmation: not a terminal. Pass --yes.`);
+        }
+        if (!(await confirm(`Close card ${id}? It cannot be used again.`))) throw new UsageError("Aborted; the card was not closed.");
+      }
+      const res: any = await out.spin("Closing the card", () => ctx.client().cards.close(id));
+      if (out.json) return out.printJson(res);
+      out.line(`${out.style("✓", "green")} Card ${id} is ${out.status(res.status ?? "CLOSED")}.`);
+    });
+}
+
+/**
+ * Waits for an approval decision with a spinner. Returns the issued card; REJECTED / EXPIRED or a
+ * timeout become an error (exit 1).
+ */
+export async function waitForDecision(ctx: Ctx, approvalId: string, timeoutMs: number): Promise<any> {
+  const client = ctx.client();
+  const controller = new AbortController();
+  const onSig = () => controller.abort();
+  process.once("SIGINT", onSig);
+  try {
+    const res: any = await ctx.out.spin(`Waiting for a human to approve ${approvalId} (Ctrl-C to stop waiting)`, () =>
+      client.approvals.waitForDecision(approvalId, { timeoutMs, signal: controller.signal }),
+    );
+    return decisionToCard(res, approvalId);
+  } finally {
+    process.off("SIGINT", onSig);
+  }
+}
+
+/** The SDK's decision → the card, or an error naming the outcome. */
+function decisionToCard(res: any, approvalId: string): any {
+  if (res && typeof res === "object") {
+    if (typeof res.last_four === "string") return res;
+    if (res.card && typeof res.card === "object") return res.card;
+    const status = res.status ?? res.approval?.status;
+    if (status && status !== "APPROVED") {
+      const reason = res.reason ?? res.approval?.reason;
+      throw new DecisionError(status, approvalId, reason);
+    }
+  }
+  return res;
+}
+
+export class DecisionError extends Error {
+  readonly code: string;
+  readonly status = undefined;
+  readonly details: Record<string, unknown>;
+  constructor(readonly decision: string, approvalId: string, reason?: string | null) {
+    super(`Approval ${approvalId} was ${decision.toLowerCase()}${reason ? `: ${reason}` : ""}; no card was issued.`);
+    this.code = `approval_${decision.toLowerCase()}`;
+    this.details = { approval_id: approvalId, status: decision, reason: reason ?? null };
+  }
+}

@@ -1,0 +1,140 @@
+import type { Command } from "commander";
+import { readConfig, writeConfig } from "../config.js";
+import { ctxOf, type Ctx } from "../context.js";
+import { UsageError } from "../errors.js";
+import { relativeTime } from "../output.js";
+
+function printAccount(ctx: Ctx, a: any): void {
+  const { out } = ctx;
+  out.kv([
+    ["ID", a.id],
+    ["Name", a.name],
+    ["KYB verified", a.kyb_verified ? out.style("yes", "green") : out.style("no", "yellow")],
+    ["Payment method", a.payment_method ?? out.style("none", "yellow")],
+    ["Created", relativeTime(a.created_at)],
+  ]);
+}
+
+const OPERATOR_HELP =
+  "\nOperator commands call the operator API (/admin/v1) with the admin token: --admin-token or CARDCTL_ADMIN_TOKEN.";
+
+export function registerOperator(program: Command): void {
+  const accounts = program.command("accounts").description("Operator: create and set up accounts").addHelpText("after", OPERATOR_HELP);
+  accounts
+    .command("create")
+    .requiredOption("--name <name>", "account name")
+    .description("Create an account")
+    .action(async (o: { name: string }, cmd: Command) => {
+      const ctx = ctxOf(cmd);
+      const a = await ctx.out.spin("Creating the account", () => ctx.admin("POST", "/accounts", { name: o.name }));
+      if (ctx.out.json) return ctx.out.printJson(a);
+      ctx.out.line(`${ctx.out.style("✓", "green")} Account created.`);
+      printAccount(ctx, a);
+    });
+  accounts
+    .command("get")
+    .argument("<id>", "account id (acct_…)")
+    .description("Show an account")
+    .action(async (id: string, _o: unknown, cmd: Command) => {
+      const ctx = ctxOf(cmd);
+      const a = await ctx.out.spin("Fetching the account", () => ctx.admin("GET", `/accounts/${encodeURIComponent(id)}`));
+      if (ctx.out.json) return ctx.out.printJson(a);
+      printAccount(ctx, a);
+    });
+  accounts
+    .command("verify-kyb")
+    .argument("<id>", "account id (acct_…)")
+    .option("--unverified", "record that verification is NOT done (undo)")
+    .description("Record business verification (kyb)")
+    .action(async (id: string, o: { unverified?: boolean }, cmd: Command) => {
+      const ctx = ctxOf(cmd);
+      const a = await ctx.out.spin("Recording verification", () =>
+        ctx.admin("POST", `/accounts/${encodeURIComponent(id)}/kyb`, { verified: !o.unverified }),
+      );
+      if (ctx.out.json) return ctx.out.printJson(a);
+      printAccount(ctx, a);
+    });
+  accounts
+    .command("set-payment-method")
+    .argument("<id>", "account id (acct_…)")
+    .argument("[payment_method]", "pm_… id")
+    .option("--remove", "remove the saved payment method")
+    .description("Save (or remove) the account's payment method")
+    .action(async (id: string, pm: string | undefined, o: { remove?: boolean }, cmd: Command) => {
+      const ctx = ctxOf(cmd);
+      if (!pm && !o.remove) throw new UsageError("Give a payment method (pm_…) or --remove.");
+      if (pm && o.remove) throw new UsageError("Give either a payment method or --remove, not both.");
+      const a = await ctx.out.spin("Saving the payment method", () =>
+        ctx.admin("POST", `/accounts/${encodeURIComponent(id)}/payment_method`, { payment_method: o.remove ? null : pm }),
+      );
+      if (ctx.out.json) return ctx.out.printJson(a);
+      printAccount(ctx, a);
+    });
+
+  const keys = program.command("keys").description("Operator: create, list and revoke API keys").addHelpText("after", OPERATOR_HELP);
+  keys
+    .command("create")
+    .requiredOption("--account <id>", "account id (acct_…)")
+    .option("--mode <mode>", "test or live", "test")
+    .option("--role <role>", "full or agent", "full")
+    .option("--name <name>", "a label for the key")
+    .option("--save-profile <profile>", "also store the new key (and account) as this profile")
+    .description("Create an API key; the secret is shown this once")
+    .action(async (o: { account: string; mode: string; role: string; name?: string; saveProfile?: string }, cmd: Command) => {
+      const ctx = ctxOf(cmd);
+      if (!["test", "live"].includes(o.mode)) throw new UsageError("--mode must be test or live.");
+      if (!["full", "agent"].includes(o.role)) throw new UsageError("--role must be full or agent.");
+      const body: Record<string, unknown> = { mode: o.mode, role: o.role };
+      if (o.name !== undefined) body.name = o.name;
+      const k: any = await ctx.out.spin("Creating the key", () => ctx.admin("POST", `/accounts/${encodeURIComponent(o.account)}/keys`, body));
+      if (o.saveProfile) {
+        const config = readConfig();
+        config.profiles[o.saveProfile] = { api_key: k.secret, base_url: ctx.resolved.baseUrl, account_id: o.account };
+        writeConfig(config);
+      }
+      if (ctx.out.json) return ctx.out.printJson(k);
+      const { out } = ctx;
+      out.line(`${out.style("✓", "green")} Key created. Copy the secret now: it is not shown again.`);
+      out.kv([
+        ["ID", k.id],
+        ["Secret", out.style(k.secret, "bold")],
+        ["Mode", k.mode],
+        ["Role", k.role],
+        ["Name", k.name ?? "-"],
+      ]);
+      if (o.saveProfile) out.line(out.style(`Saved as profile ${o.saveProfile}.`, "dim"));
+    });
+  keys
+    .command("list")
+    .requiredOption("--account <id>", "account id (acct_…)")
+    .description("List an account's keys (no secrets)")
+    .action(async (o: { account: string }, cmd: Command) => {
+      const ctx = ctxOf(cmd);
+      const res: any = await ctx.out.spin("Fetching keys", () => ctx.admin("GET", `/accounts/${encodeURIComponent(o.account)}/keys`));
+      if (ctx.out.json) return ctx.out.printJson(res);
+      const { out } = ctx;
+      out.table(
+        ["ID", "KEY", "MODE", "ROLE", "NAME", "CREATED", "REVOKED"],
+        res.data.map((k: any) => [
+          k.id,
+          `${k.prefix}…${k.last4}`,
+          k.mode,
+          k.role,
+          k.name ?? "-",
+          relativeTime(k.created_at),
+          k.revoked_at ? out.style(relativeTime(k.revoked_at), "red") : "-",
+        ]),
+        "No keys.",
+      );
+    });
+  keys
+    .command("revoke")
+    .argument("<key_id>", "key id (key_…)")
+    .description("Revoke a key, effective immediately")
+    .action(async (id: string, _o: unknown, cmd: Command) => {
+      const ctx = ctxOf(cmd);
+      const res: any = await ctx.out.spin("Revoking", () => ctx.admin("POST", `/keys/${encodeURIComponent(id)}/revoke`));
+      if (ctx.out.json) return ctx.out.printJson(res);
+      ctx.out.line(`${ctx.out.style("✓", "green")} Key ${id} revoked.`);
+    });
+}

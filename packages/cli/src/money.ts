@@ -1,0 +1,30 @@
+import { UsageError } from "./errors.js";
+
+/**
+ * "12.50" / "$12.50" / "12" / "12.5" → cents. At most two decimals; no exponents, signs or
+ * thousands separators; positive. Exact: never goes through floating point.
+ */
+export function parseAmount(input: string, flag = "--amount"): number {
+  const s = input.trim().replace(/^\$/, "");
+  const m = /^(\d+)(?:\.(\d{1,2}))?$/.exec(s);
+  if (!m) throw new UsageError(`${flag} must be an amount in dollars like 12.50 (at most two decimals), got "${input}".`);
+  const cents = Number(m[1]) * 100 + Number((m[2] ?? "").padEnd(2, "0"));
+  if (!Number.isSafeInteger(cents) || cents < 1) throw new UsageError(`${flag} must be at least 0.01, got "${input}".`);
+  return cents;
+}
+
+export function parseCents(input: string, flag = "--amount-cents"): number {
+  if (!/^\d+$/.test(input.trim())) throw new UsageError(`${flag} must be a whole number of cents like 1250, got "${input}".`);
+  const cents = Number(input.trim());
+  if (!Number.isSafeInteger(cents) || cents < 1) throw new UsageError(`${flag} must be at least 1, got "${input}".`);
+  return cents;
+}
+
+/** 1250 → "$12.50"; -5 → "-$0.05". */
+export function formatMoney(cents: number | null | undefined): string {
+  if (cents === null || cents === undefined || !Number.isFinite(cents)) return "-";
+  const sign = cents < 0 ? "-" : "";
+  const abs = Math.abs(Math.trunc(cents));
+  const dollars = Math.floor(abs / 100).toLocaleString("en-US");
+  return `${sign}$${dollars}.${String(abs % 100).padStart(2, "0")}`;
+}

@@ -1,0 +1,154 @@
+import { formatMoney } from "./money.js";
+
+export interface OutputOptions {
+  json?: boolean;
+  /** commander's --no-color gives color: false */
+  color?: boolean;
+}
+
+const CODES = {
+  bold: [1, 22],
+  dim: [2, 22],
+  red: [31, 39],
+  green: [32, 39],
+  yellow: [33, 39],
+  blue: [34, 39],
+  magenta: [35, 39],
+  cyan: [36, 39],
+  gray: [90, 39],
+  inverse: [7, 27],
+} as const;
+export type Style = keyof typeof CODES;
+
+/** Colour only on a TTY, never with NO_COLOR (any value) or --no-color; FORCE_COLOR forces it. */
+export function colorEnabled(stream: NodeJS.WriteStream, opts: OutputOptions, env = process.env): boolean {
+  if (opts.color === false || (env.NO_COLOR !== undefined && env.NO_COLOR !== "")) return false;
+  if (env.FORCE_COLOR !== undefined && env.FORCE_COLOR !== "0") return true;
+  return Boolean(stream.isTTY) && env.TERM !== "dumb";
+}
+
+const ANSI = /\x1b\[[0-9;]*m/g;
+export const visibleLength = (s: string) => s.replace(ANSI, "").length;
+
+export class Output {
+  readonly json: boolean;
+  readonly color: boolean;
+  readonly errColor: boolean;
+  readonly interactive: boolean;
+
+  constructor(
+    opts: OutputOptions,
+    readonly stdout: NodeJS.WriteStream = process.stdout,
+    readonly stderr: NodeJS.WriteStream = process.stderr,
+  ) {
+    this.json = Boolean(opts.json);
+    this.color = colorEnabled(stdout, opts);
+    this.errColor = colorEnabled(stderr, opts);
+    this.interactive = Boolean(process.stdin.isTTY && stdout.isTTY);
+  }
+
+  style(s: string, ...styles: Style[]): string {
+    if (!this.color) return s;
+    return styles.reduce((acc, st) => `\x1b[${CODES[st][0]}m${acc}\x1b[${CODES[st][1]}m`, s);
+  }
+
+  errStyle(s: string, ...styles: Style[]): string {
+    if (!this.errColor) return s;
+    return styles.reduce((acc, st) => `\x1b[${CODES[st][0]}m${acc}\x1b[${CODES[st][1]}m`, s);
+  }
+
+  line(s = ""): void {
+    this.stdout.write(s + "\n");
+  }
+
+  err(s = ""): void {
+    this.stderr.write(s + "\n");
+  }
+
+  printJson(value: unknown): void {
+    this.stdout.write(JSON.stringify(value, null, 2) + "\n");
+  }
+
+  status(s: string | null | undefined): string {
+    if (!s) return "-";
+    const colour: Record<string, Style> = {
+      OPEN: "green",
+      APPROVED: "green",
+      USED: "blue",
+      CLOSED: "gray",
+      PENDING: "yellow",
+      PENDING_APPROVAL: "yellow",
+      REJECTED: "red",
+      EXPIRED: "gray",
+    };
+    const st = colour[s];
+    return st ? this.style(s, st) : s;
+  }
+
+  money(cents: number | null | undefined): string {
+    return formatMoney(cents);
+  }
+
+  /** Aligned columns with a bold header. */
+  table(headers: string[], rows: string[][], empty = "Nothing to show."): void {
+    if (rows.length === 0) {
+      this.line(this.style(empty, "dim"));
+      return;
+    }
+    const widths = headers.map((h, i) => Math.max(visibleLength(h), ...rows.map((r) => visibleLength(r[i] ?? ""))));
+    const fmt = (cells: string[]) =>
+      cells
+        .map((c, i) => (i === cells.length - 1 ? c : c + " ".repeat(widths[i]! - visibleLength(c))))
+        .join("  ")
+        .trimEnd();
+    this.line(this.style(fmt(headers), "bold"));
+    for (const r of rows) this.line(fmt(r));
+  }
+
+  /** Key/value pairs, keys aligned. */
+  kv(pairs: Array<[string, string]>): void {
+    const width = Math.max(...pairs.map(([k]) => k.length));
+    for (const [k, v] of pairs) this.line(`${this.style(k.padEnd(width), "dim")}  ${v}`);
+  }
+
+  /** A spinner on stderr while `work` runs, only when stderr is a TTY and not --json. */
+  async spin<T>(text: string, work: () => Promise<T>): Promise<T> {
+    if (this.json || !this.stderr.isTTY) return work();
+    const frames = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
+    let i = 0;
+    const draw = () => this.stderr.write(`\r${this.errStyle(frames[i++ % frames.length]!, "cyan")} ${text}\x1b[K`);
+    draw();
+    const timer = setInterval(draw, 80);
+    try {
+      return await work();
+    } finally {
+      clearInterval(timer);
+      this.stderr.write("\r\x1b[K");
+    }
+  }
+}
+
+/** "3 min ago", "in 2 h", "just now"; "-" for null. */
+export function relativeTime(iso: string | null | undefined, now = Date.now()): string {
+  if (!iso) return "-";
+  const t = Date.parse(iso);
+  if (Number.isNaN(t)) return iso;
+  const diff = Math.trunc((t - now) / 1000);
+  const abs = Math.abs(diff);
+  if (abs < 10) return "just now";
+  let n: number;
+  let unit: string;
+  if (abs < 60) [n, unit] = [abs, "s"];
+  else if (abs < 3600) [n, unit] = [Math.floor(abs / 60), "min"];
+  else if (abs < 86400) [n, unit] = [Math.floor(abs / 3600), "h"];
+  else if (abs < 86400 * 60) [n, unit] = [Math.floor(abs / 86400), n1(Math.floor(abs / 86400), "day")];
+  else return iso.slice(0, 10);
+  return diff < 0 ? `${n} ${unit} ago` : `in ${n} ${unit}`;
+}
+
+const n1 = (n: number, word: string) => (n === 1 ? word : `${word}s`);
+
+export function truncate(s: string | null | undefined, max: number): string {
+  if (!s) return "-";
+  return s.length > max ? s.slice(0, max - 1) + "…" : s;
+}

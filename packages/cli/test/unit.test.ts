@@ -1,0 +1,39 @@
+import { describe, expect, it } from "vitest";
+import { formatMoney, parseAmount, parseCents } from "../src/money.js";
+import { relativeTime } from "../src/output.js";
+
+describe("money", () => {
+  it("parses dollars exactly", () => {
+    expect(parseAmount("12.50")).toBe(1250);
+    expect(parseAmount("12.5")).toBe(1250);
+    expect(parseAmount("12")).toBe(1200);
+    expect(parseAmount("$0.01")).toBe(1);
+    expect(parseAmount("0.29")).toBe(29); // 0.29 * 100 = 28.999999999999996 in floating point
+    expect(parseAmount("500.00")).toBe(50000);
+    for (const bad of ["", "abc", "12.505", "-1", "1e3", "1,000", "0", "0.00", ".5", "12.", " "]) expect(() => parseAmount(bad)).toThrow();
+  });
+  it("parses cents", () => {
+    expect(parseCents("1250")).toBe(1250);
+    for (const bad of ["12.5", "-3", "0", "abc"]) expect(() => parseCents(bad)).toThrow();
+  });
+  it("formats cents", () => {
+    expect(formatMoney(1250)).toBe("$12.50");
+    expect(formatMoney(5)).toBe("$0.05");
+    expect(formatMoney(123456789)).toBe("$1,234,567.89");
+    expect(formatMoney(-5)).toBe("-$0.05");
+    expect(formatMoney(null)).toBe("-");
+  });
+});
+
+describe("relative time", () => {
+  const now = Date.parse("2026-11-21T12:00:00Z");
+  it("formats past and future", () => {
+    expect(relativeTime("2026-11-21T11:59:55Z", now)).toBe("just now");
+    expect(relativeTime("2026-11-21T11:59:30Z", now)).toBe("30 s ago");
+    expect(relativeTime("2026-11-21T11:57:00Z", now)).toBe("3 min ago");
+    expect(relativeTime("2026-11-21T10:00:00Z", now)).toBe("2 h ago");
+    expect(relativeTime("2026-11-20T12:00:00Z", now)).toBe("1 day ago");
+    expect(relativeTime("2026-11-22T11:59:00Z", now)).toBe("in 23 h");
+    expect(relativeTime(null, now)).toBe("-");
+  });
+});

@@ -1,0 +1,3 @@
+import { testConfig } from "@cardctl/vitest-config";
+
+export default testConfig("cli", { testTimeout: 60000, hookTimeout: 60000 });
