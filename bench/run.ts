@@ -1,0 +1,503 @@
+/**
+ * `npm run bench`: load the real server, beside a bare-Fastify baseline on the same database.
+ *
+ * For SQLite (always) and MariaDB (when 127.0.0.1:3306 answers), on a fresh database each:
+ *  1. starts the real server as its own process (node --import tsx apps/server/src/main.ts,
+ *     port 0, LOG_LEVEL=warn, RATE_LIMIT_PER_HOUR very high, MAINTENANCE_INTERVAL_MS=0);
+ *  2. seeds through the operator API three accounts (setup complete, one full test key each)
+ *     holding 10,000, 100 and 100,000 cards; the cards are inserted with direct multi-row SQL into
+ *     the server's (already migrated) database, which takes seconds instead of minutes through
+ *     POST /v1/cards. 2% are OPEN with an open hold, the rest USED or CLOSED, like a long history;
+ *  3. starts bench/baseline.ts (its own process) on the same database;
+ *  4. drives autocannon from this process (separate from both servers) for each case, with a
+ *     short unrecorded warm-up, and prints req/s, p50, p99 and the ratio to the baseline;
+ *  5. on the first database, tops the server up to 200,000 requests and reads its VmRSS.
+ * Results go to bench/results/<timestamp>.json and the summary table of BENCHMARKS.md.
+ *
+ * Knobs (env): BENCH_DURATION (s, default 10), BENCH_CONNECTIONS (10), BENCH_DB (sqlite,mysql),
+ * BENCH_ONLY (substring filter on case names), BENCH_MEMORY_REQUESTS (200000; 0 skips),
+ * BENCH_CPU_PROF=<dir> (server runs with --cpu-prof into <dir>), BENCH_NO_WRITE=1 (no json/md).
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { connect } from "node:net";
+import { cpus, tmpdir, totalmem } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import autocannon from "autocannon";
+
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
+const DURATION = Number(process.env.BENCH_DURATION ?? 10);
+const WARMUP = Math.min(2, Math.max(1, Math.round(DURATION / 5)));
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 10);
+const ONLY = process.env.BENCH_ONLY;
+const MEMORY_REQUESTS = Number(process.env.BENCH_MEMORY_REQUESTS ?? 200_000);
+const CPU_PROF = process.env.BENCH_CPU_PROF;
+const ADMIN_TOKEN = `adm_bench_${randomBytes(16).toString("hex")}`;
+const MYSQL_ROOT = "mysql://root@127.0.0.1:3306/";
+
+// ---------------------------------------------------------------- processes
+
+interface Proc {
+  child: ChildProcess;
+  url: string;
+  stop(): Promise<void>;
+}
+
+/** Spawns node with tsx and waits for "<banner> <url>" on stdout. */
+function startProcess(script: string, env: Record<string, string>, banner: RegExp, extraArgs: string[] = []): Promise<Proc> {
+  const child = spawn(process.execPath, [...extraArgs, "--import", "tsx", script], {
+    cwd: ROOT,
+    env: { ...process.env, ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let out = "";
+  let err = "";
+  return new Promise((resolveStart, reject) => {
+    const timer = setTimeout(() => reject(new Error(`${script} did not start:\n${out}\n${err}`)), 60_000);
+    child.stderr!.on("data", (d) => {
+      err += d;
+      if (err.length > 20_000) err = err.slice(-10_000);
+    });
+    child.stdout!.on("data", (d) => {
+      out += d;
+      const m = banner.exec(out);
+      if (m) {
+        clearTimeout(timer);
+        child.stdout!.removeAllListeners("data");
+        child.stdout!.resume();
+        resolveStart({
+          child,
+          url: m[1]!,
+          stop: () =>
+            new Promise<void>((done) => {
+              if (child.exitCode !== null) return done();
+              child.once("exit", () => done());
+              child.kill("SIGINT");
+              setTimeout(() => child.exitCode === null && child.kill("SIGKILL"), 15_000).unref();
+            }),
+        });
+      }
+    });
+    child.once("exit", (code) => {
+      clearTimeout(timer);
+      reject(new Error(`${script} exited with ${code}:\n${out}\n${err}`));
+    });
+  });
+}
+
+/** CPU time (user + system) of a process in ms, from /proc/<pid>/stat (clock ticks of 10 ms). */
+const cpuMs = (pid: number): number => {
+  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+};
+
+const rssMb = (pid: number): number => {
+  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
+  return m ? Math.round(Number(m[1]) / 1024) : NaN;
+};
+
+// ---------------------------------------------------------------- databases
+
+type Sql = { exec(sql: string, params?: unknown[]): Promise<void>; close(): Promise<void> };
+
+async function sqlClient(url: string): Promise<Sql> {
+  if (url.startsWith("sqlite:")) {
+    const { default: Database } = await import("better-sqlite3");
+    const db = new Database(url.slice("sqlite:".length));
+    db.pragma("busy_timeout = 5000");
+    return { exec: async (sql, params = []) => void db.prepare(sql).run(...params), close: async () => void db.close() };
+  }
+  const mysql = await import("mysql2/promise");
+  const conn = await mysql.createConnection(url);
+  return { exec: async (sql, params = []) => void (await conn.query(sql, params)), close: () => conn.end() };
+}
+
+const mariadbAnswers = () =>
+  new Promise<boolean>((done) => {
+    const s = connect({ host: "127.0.0.1", port: 3306 }, () => (s.destroy(), done(true)));
+    s.on("error", () => done(false));
+    s.setTimeout(1000, () => (s.destroy(), done(false)));
+  });
+
+interface Database {
+  kind: "sqlite" | "mysql";
+  url: string;
+  drop(): Promise<void>;
+}
+
+async function freshDatabase(kind: "sqlite" | "mysql", stamp: string): Promise<Database> {
+  if (kind === "sqlite") {
+    const dir = mkdtempSync(join(tmpdir(), "cardctl-bench-"));
+    return { kind, url: `sqlite:${join(dir, "bench.sqlite")}`, drop: async () => rmSync(dir, { recursive: true, force: true }) };
+  }
+  const name = `cardctl_bench_${stamp.replace(/\W/g, "").toLowerCase()}`;
+  const root = await sqlClient(MYSQL_ROOT);
+  await root.exec(`CREATE DATABASE \`${name}\` CHARACTER SET utf8mb4`);
+  await root.close();
+  return {
+    kind,
+    url: MYSQL_ROOT + name,
+    drop: async () => {
+      const c = await sqlClient(MYSQL_ROOT);
+      await c.exec(`DROP DATABASE IF EXISTS \`${name}\``);
+      await c.close();
+    },
+  };
+}
+
+// ---------------------------------------------------------------- seeding
+
+interface Seeded {
+  key: string;
+  accountId: string;
+  cardIds: string[];
+}
+
+async function api(base: string, method: string, path: string, auth: string, body?: unknown) {
+  const res = await fetch(base + path, {
+    method,
+    headers: { authorization: `Bearer ${auth}`, ...(body ? { "content-type": "application/json" } : {}) },
+    body: body ? JSON.stringify(body) : undefined,
+  });
+  const json: any = await res.json();
+  if (res.status >= 300) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(json)}`);
+  return json;
+}
+
+const token = (n: number) => randomBytes(n).toString("base64url").replace(/[-_]/g, "x").slice(0, n);
+
+/** An account with complete setup and a full test key (operator API), and `cards` cards (direct SQL). */
+async function seedAccount(base: string, sql: Sql, name: string, cards: number): Promise<Seeded> {
+  const account = await api(base, "POST", "/admin/v1/accounts", ADMIN_TOKEN, { name });
+  await api(base, "POST", `/admin/v1/accounts/${account.id}/kyb`, ADMIN_TOKEN, { verified: true });
+  await api(base, "POST", `/admin/v1/accounts/${account.id}/payment_method`, ADMIN_TOKEN, { payment_method: "pm_card_visa" });
+  const key = await api(base, "POST", `/admin/v1/accounts/${account.id}/keys`, ADMIN_TOKEN, { mode: "test", role: "full" });
+  const cols = [
+    "id", "account_id", "mode", "status", "amount_cents", "remaining_cents", "spent_cents", "agent_id", "purpose", "last_four",
+    "expiration", "processor_card_id", "hold_id", "hold_status", "revoked_at", "created_at", "closed_at", "used_at",
+  ];
+  const cardIds: string[] = [];
+  const start = Date.now() - cards * 60_000;
+  const BATCH = 500;
+  for (let i = 0; i < cards; i += BATCH) {
+    const rows: unknown[] = [];
+    const n = Math.min(BATCH, cards - i);
+    for (let j = 0; j < n; j++) {
+      const k = i + j;
+      const id = `card_${token(24)}`;
+      const at = start + k * 60_000;
+      const status = k % 50 === 0 ? "OPEN" : k % 3 === 0 ? "CLOSED" : "USED";
+      const amount = 500 + (k % 40) * 100;
+      const spent = status === "USED" ? amount - 100 : 0;
+      rows.push(
+        id, account.id, "test", status, amount, status === "OPEN" ? amount : 0, spent, `agent-${k % 7}`, `bench purchase ${k}`,
+        String(1000 + (k % 9000)), "11/29", `ic_${token(24)}`, `pi_sim_${token(24)}`,
+        status === "OPEN" ? "OPEN" : status === "USED" ? "CAPTURED" : "RELEASED",
+        status === "OPEN" ? null : at + 1000, at, status === "CLOSED" ? at + 1000 : null, status === "USED" ? at + 500 : null,
+      );
+      if (cardIds.length < 200 && (status === "OPEN" || k % 10 === 1)) cardIds.push(id);
+    }
+    const tuple = `(${cols.map(() => "?").join(", ")})`;
+    await sql.exec(`INSERT INTO cards (${cols.join(", ")}) VALUES ${Array(n).fill(tuple).join(", ")}`, rows);
+  }
+  return { key: key.secret, accountId: account.id, cardIds };
+}
+
+// ---------------------------------------------------------------- load
+
+interface Case {
+  name: string;
+  target: "server" | "baseline";
+  /** Name of the baseline case this one is compared to. */
+  baseline?: string;
+  key: string;
+  method?: string;
+  path: string | (() => string);
+  body?: string;
+  idempotent?: boolean;
+}
+
+interface Result {
+  db: string;
+  name: string;
+  reqPerSec: number;
+  p50: number;
+  p99: number;
+  total: number;
+  /** CPU time the answering process spent per request, in µs: robust to other load on the machine. */
+  cpuUsPerReq: number;
+  non2xx: number;
+  errors: number;
+  ratio?: number;
+}
+
+let requestsToServer = 0;
+
+async function load(c: Case, url: string, opts: { duration?: number; amount?: number }) {
+  const pathOf = typeof c.path === "function" ? c.path : () => c.path as string;
+  let n = 0;
+  const stamp = token(8);
+  const result = await autocannon({
+    url,
+    connections: CONNECTIONS,
+    ...(opts.amount ? { amount: opts.amount } : { duration: opts.duration }),
+    requests: [
+      {
+        method: (c.method ?? "GET") as any,
+        setupRequest: (req: any) => ({
+          ...req,
+          path: pathOf(),
+          headers: {
+            authorization: `Bearer ${c.key}`,
+            ...(c.body ? { "content-type": "application/json" } : {}),
+            ...(c.idempotent ? { "idempotency-key": `bench-${stamp}-${n++}` } : {}),
+          },
+          ...(c.body ? { body: c.body } : {}),
+        }),
+      },
+    ],
+  });
+  if (c.target === "server") requestsToServer += result.requests.total;
+  return result;
+}
+
+async function measure(db: string, c: Case, url: string, pid: number): Promise<Result> {
+  await load(c, url, { duration: WARMUP });
+  const cpu0 = cpuMs(pid);
+  const r = await load(c, url, { duration: DURATION });
+  const cpu = cpuMs(pid) - cpu0;
+  const out: Result = {
+    db,
+    name: c.name,
+    reqPerSec: Math.round(r.requests.average),
+    p50: r.latency.p50,
+    p99: r.latency.p99,
+    total: r.requests.total,
+    cpuUsPerReq: Math.round((cpu * 1000) / Math.max(1, r.requests.total)),
+    non2xx: r.non2xx,
+    errors: r.errors + r.timeouts,
+  };
+  process.stdout.write(`  ${db.padEnd(7)} ${c.name.padEnd(34)} ${String(out.reqPerSec).padStart(6)} req/s  p50 ${out.p50} ms  p99 ${out.p99} ms  cpu ${out.cpuUsPerReq} µs/req${out.non2xx || out.errors ? `  non2xx ${out.non2xx} errors ${out.errors}` : ""}\n`);
+  return out;
+}
+
+function cases(a: Seeded, small: Seeded, big: Seeded): Case[] {
+  const pick = (ids: string[]) => () => ids[Math.floor(Math.random() * ids.length)]!;
+  const cardA = pick(a.cardIds);
+  const trpcInput = (v: unknown) => `input=${encodeURIComponent(JSON.stringify(v))}`;
+  return [
+    { name: "baseline balance", target: "baseline", key: a.key, path: "/v1/balance" },
+    { name: "GET /v1/balance", target: "server", baseline: "baseline balance", key: a.key, path: "/v1/balance" },
+    { name: "GET /trpc/balance.retrieve", target: "server", baseline: "baseline balance", key: a.key, path: "/trpc/balance.retrieve" },
+    { name: "baseline list 10k", target: "baseline", key: a.key, path: "/v1/cards?limit=20" },
+    { name: "GET /v1/cards?limit=20 (10k)", target: "server", baseline: "baseline list 10k", key: a.key, path: "/v1/cards?limit=20" },
+    {
+      name: "GET /trpc/cards.list (10k)",
+      target: "server",
+      baseline: "baseline list 10k",
+      key: a.key,
+      path: `/trpc/cards.list?${trpcInput({ limit: 20 })}`,
+    },
+    { name: "baseline list 100", target: "baseline", key: small.key, path: "/v1/cards?limit=20" },
+    { name: "GET /v1/cards?limit=20 (100)", target: "server", baseline: "baseline list 100", key: small.key, path: "/v1/cards?limit=20" },
+    { name: "baseline list 100k", target: "baseline", key: big.key, path: "/v1/cards?limit=20" },
+    { name: "GET /v1/cards?limit=20 (100k)", target: "server", baseline: "baseline list 100k", key: big.key, path: "/v1/cards?limit=20" },
+    { name: "baseline get", target: "baseline", key: a.key, path: () => `/v1/cards/${cardA()}` },
+    { name: "GET /v1/cards/:id", target: "server", baseline: "baseline get", key: a.key, path: () => `/v1/cards/${cardA()}` },
+    {
+      name: "GET /trpc/cards.get",
+      target: "server",
+      baseline: "baseline get",
+      key: a.key,
+      path: () => `/trpc/cards.get?${trpcInput({ id: cardA() })}`,
+    },
+    {
+      name: "POST /v1/cards",
+      target: "server",
+      key: a.key,
+      method: "POST",
+      path: "/v1/cards",
+      body: JSON.stringify({ amount_cents: 1500, agent_id: "bench-agent", purpose: "benchmark" }),
+      idempotent: true,
+    },
+  ];
+}
+
+// ---------------------------------------------------------------- one database
+
+interface DbRun {
+  results: Result[];
+  memory?: { requests: number; rssStartMb: number; rssEndMb: number; rssPeakMb: number };
+}
+
+async function runDatabase(kind: "sqlite" | "mysql", stamp: string, withMemory: boolean): Promise<DbRun> {
+  const db = await freshDatabase(kind, stamp);
+  requestsToServer = 0;
+  let server: Proc | undefined;
+  let baseline: Proc | undefined;
+  let peak = 0;
+  let sampler: NodeJS.Timeout | undefined;
+  try {
+    if (CPU_PROF) mkdirSync(CPU_PROF, { recursive: true });
+    server = await startProcess(
+      "apps/server/src/main.ts",
+      {
+        DATABASE_URL: db.url,
+        PORT: "0",
+        HOST: "127.0.0.1",
+        ADMIN_TOKEN,
+        LOG_LEVEL: "warn",
+        RATE_LIMIT_PER_HOUR: "1000000000",
+        MAINTENANCE_INTERVAL_MS: "0",
+      },
+      /cardctl listening on (\S+)/,
+      CPU_PROF ? ["--cpu-prof", `--cpu-prof-dir=${resolve(CPU_PROF)}`] : [],
+    );
+    const pid = server.child.pid!;
+    sampler = setInterval(() => (peak = Math.max(peak, rssMb(pid))), 500);
+    const rssStartMb = rssMb(pid);
+    process.stdout.write(`\n[${kind}] server ${server.url} (pid ${pid}, RSS ${rssStartMb} MB); seeding…\n`);
+    const t0 = Date.now();
+    const sql = await sqlClient(db.url);
+    const a = await seedAccount(server.url, sql, "Bench 10k", 10_000);
+    const small = await seedAccount(server.url, sql, "Bench 100", 100);
+    const big = await seedAccount(server.url, sql, "Bench 100k", 100_000);
+    if (kind === "sqlite") await sql.exec("ANALYZE");
+    else await sql.exec("ANALYZE TABLE cards");
+    await sql.close();
+    process.stdout.write(`[${kind}] seeded 110,100 cards in ${((Date.now() - t0) / 1000).toFixed(1)} s\n`);
+    baseline = await startProcess("bench/baseline.ts", { DATABASE_URL: db.url }, /baseline listening on (\S+)/);
+
+    const results: Result[] = [];
+    for (const c of cases(a, small, big)) {
+      if (ONLY && !c.name.includes(ONLY) && !(c.baseline && c.baseline.includes(ONLY))) continue;
+      const target = c.target === "server" ? server : baseline;
+      results.push(await measure(kind, c, target.url, target.child.pid!));
+    }
+    for (const c of cases(a, small, big)) {
+      const r = results.find((x) => x.name === c.name);
+      const b = c.baseline && results.find((x) => x.name === c.baseline);
+      if (r && b) r.ratio = Math.round((r.reqPerSec / b.reqPerSec) * 100) / 100;
+    }
+
+    let memory: DbRun["memory"];
+    if (withMemory && MEMORY_REQUESTS > 0) {
+      const rest = MEMORY_REQUESTS - requestsToServer;
+      process.stdout.write(`[${kind}] memory: ${requestsToServer} requests so far; ${Math.max(0, rest)} more (balance, lists, get)…\n`);
+      if (rest > 0) {
+        const paths = ["/v1/balance", "/v1/cards?limit=20", `/v1/cards/${a.cardIds[0]}`, "/trpc/balance.retrieve"];
+        let i = 0;
+        await load({ name: "memory", target: "server", key: a.key, path: () => paths[i++ % paths.length]! }, server.url, { amount: rest });
+      }
+      await new Promise((r) => setTimeout(r, 1000));
+      memory = { requests: requestsToServer, rssStartMb, rssEndMb: rssMb(pid), rssPeakMb: Math.max(peak, rssMb(pid)) };
+      process.stdout.write(`[${kind}] RSS after ${memory.requests} requests: ${memory.rssEndMb} MB (peak ${memory.rssPeakMb} MB)\n`);
+    }
+    return { results, memory };
+  } finally {
+    clearInterval(sampler);
+    await baseline?.stop();
+    await server?.stop();
+    await db.drop().catch(() => undefined);
+  }
+}
+
+// ---------------------------------------------------------------- report
+
+function machine() {
+  const cpu = cpus()[0]?.model ?? "unknown";
+  return {
+    nproc: cpus().length,
+    cpu,
+    ramGb: Math.round(totalmem() / 1024 ** 3),
+    node: process.version,
+    date: new Date().toISOString().slice(0, 16).replace("T", " ") + " UTC",
+  };
+}
+
+function table(results: Result[]): string {
+  const lines = [
+    "| database | endpoint | req/s | p50 ms | p99 ms | vs baseline | server CPU µs/req |",
+    "|---|---|---:|---:|---:|---:|---:|",
+  ];
+  for (const r of results) {
+    if (r.name.startsWith("baseline")) continue;
+    const flag = r.non2xx || r.errors ? ` (non-2xx ${r.non2xx}, errors ${r.errors})` : "";
+    lines.push(`| ${r.db} | ${r.name}${flag} | ${r.reqPerSec} | ${r.p50} | ${r.p99} | ${r.ratio === undefined ? "" : `${Math.round(r.ratio * 100)}%`} | ${r.cpuUsPerReq} |`);
+  }
+  lines.push("", "Baselines (bare Fastify, same SQL, same database):", "", "| database | baseline | req/s | p50 ms | p99 ms | CPU µs/req |", "|---|---|---:|---:|---:|---:|");
+  for (const r of results) if (r.name.startsWith("baseline")) lines.push(`| ${r.db} | ${r.name.slice(9)} | ${r.reqPerSec} | ${r.p50} | ${r.p99} | ${r.cpuUsPerReq} |`);
+  return lines.join("\n");
+}
+
+function targets(results: Result[], memory: DbRun["memory"]): string[] {
+  const out: string[] = [];
+  const ok = (b: boolean) => (b ? "met" : "NOT met");
+  for (const r of results) {
+    if (r.name.startsWith("GET /v1/") && r.ratio !== undefined) out.push(`${r.db} ${r.name} ≥ 60% of baseline: ${Math.round(r.ratio * 100)}%, ${ok(r.ratio >= 0.6)}`);
+    if (r.name === "POST /v1/cards") {
+      const floor = r.db === "sqlite" ? 1500 : 600;
+      out.push(`${r.db} POST /v1/cards ≥ ${floor}/s, p99 < 25 ms: ${r.reqPerSec}/s p99 ${r.p99} ms, ${ok(r.reqPerSec >= floor && r.p99 < 25 && !r.non2xx)}`);
+    }
+  }
+  for (const db of new Set(results.map((r) => r.db))) {
+    const s = results.find((r) => r.db === db && r.name === "GET /v1/cards?limit=20 (100)");
+    const b = results.find((r) => r.db === db && r.name === "GET /v1/cards?limit=20 (100k)");
+    if (s && b) out.push(`${db} list of 20 on 100k vs 100 cards: ${b.reqPerSec} vs ${s.reqPerSec} req/s (${Math.round((b.reqPerSec / s.reqPerSec) * 100)}%), ${ok(b.reqPerSec >= 0.9 * s.reqPerSec)}`);
+  }
+  if (memory) out.push(`RSS after ${memory.requests} requests < 250 MB: ${memory.rssEndMb} MB (peak ${memory.rssPeakMb}), ${ok(memory.rssEndMb < 250)}`);
+  return out;
+}
+
+const START = "<!-- bench:latest:start -->";
+const END = "<!-- bench:latest:end -->";
+
+function updateBenchmarksMd(section: string) {
+  const file = join(ROOT, "BENCHMARKS.md");
+  let text: string;
+  try {
+    text = readFileSync(file, "utf8");
+  } catch {
+    text = `# Benchmarks\n\n${START}\n${END}\n`;
+  }
+  const block = `${START}\n${section}\n${END}`;
+  text = text.includes(START) && text.includes(END) ? text.slice(0, text.indexOf(START)) + block + text.slice(text.indexOf(END) + END.length) : `${text.trimEnd()}\n\n${block}\n`;
+  writeFileSync(file, text);
+}
+
+// ---------------------------------------------------------------- main
+
+const stamp = new Date().toISOString().replace(/[:.]/g, "-");
+const wanted = (process.env.BENCH_DB ?? "sqlite,mysql").split(",").map((s) => s.trim());
+const kinds: ("sqlite" | "mysql")[] = [];
+if (wanted.includes("sqlite")) kinds.push("sqlite");
+if (wanted.includes("mysql")) {
+  if (await mariadbAnswers()) kinds.push("mysql");
+  else process.stdout.write("MariaDB does not answer on 127.0.0.1:3306: SQLite only.\n");
+}
+const m = machine();
+process.stdout.write(`cardctl bench: ${m.nproc} × ${m.cpu}, ${m.ramGb} GB, node ${m.node}; ${DURATION} s per case, ${CONNECTIONS} connections\n`);
+
+const all: Result[] = [];
+let memory: DbRun["memory"];
+for (const [i, kind] of kinds.entries()) {
+  const run = await runDatabase(kind, stamp, i === 0);
+  all.push(...run.results);
+  memory ??= run.memory;
+}
+
+const md = table(all);
+const verdicts = targets(all, memory);
+process.stdout.write(`\n${md}\n\n${verdicts.map((v) => `- ${v}`).join("\n")}\n`);
+
+if (!process.env.BENCH_NO_WRITE) {
+  mkdirSync(join(ROOT, "bench/results"), { recursive: true });
+  const json = join(ROOT, "bench/results", `${stamp}.json`);
+  writeFileSync(json, JSON.stringify({ machine: m, durationSeconds: DURATION, connections: CONNECTIONS, results: all, memory, targets: verdicts }, null, 2));
+  const head = `Latest run: ${m.date}, ${m.nproc} × ${m.cpu}, ${m.ramGb} GB RAM, node ${m.node}; ${DURATION} s per case after a ${WARMUP} s warm-up, ${CONNECTIONS} connections (\`npm run bench\`, raw numbers in bench/results/).`;
+  const mem = memory ? `\n\nMemory: server RSS ${memory.rssStartMb} MB at start, ${memory.rssEndMb} MB after ${memory.requests} requests (peak ${memory.rssPeakMb} MB).` : "";
+  updateBenchmarksMd(`${head}\n\n${md}${mem}\n\nTargets:\n\n${verdicts.map((v) => `- ${v}`).join("\n")}`);
+  process.stdout.write(`\nwrote ${json} and BENCHMARKS.md\n`);
+}
