@@ -1,3 +1,4 @@
+import { PassThrough } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ADMIN_TOKEN, dbKind, expectError, startServer, type TestServer } from "./harness.js";
 import { guarded, trpc } from "./helpers.js";
@@ -201,8 +202,10 @@ describe(`errors and envelopes (${dbKind})`, () => {
     });
   });
 
-  it("500 internal_error on the tRPC transport too: envelope, no stack, no SQL", async () => {
-    const broken = await startServer();
+  it("500 internal_error on the tRPC transport too: envelope, no stack, no SQL; the cause is logged", async () => {
+    let logs = "";
+    const stream = new PassThrough().on("data", (d) => (logs += d.toString()));
+    const broken = await startServer({ LOG_LEVEL: "error" }, { logStream: stream });
     try {
       await broken.app.ds.query("DROP TABLE policies");
       for (const r of [
@@ -213,6 +216,10 @@ describe(`errors and envelopes (${dbKind})`, () => {
         expectError(r, 500, "internal_error");
         const text = JSON.stringify(r.body);
         for (const leak of ["SELECT", "policies", "at ", ".ts:", "SQLITE", "ER_", "stack"]) expect(text).not.toContain(leak);
+        // The operator finds the cause by the request id the client quotes.
+        const line = logs.split("\n").find((l) => l.includes(r.body.error.request_id));
+        expect(line).toContain("unhandled error");
+        expect(line).toContain("policies");
       }
     } finally {
       await broken.close();

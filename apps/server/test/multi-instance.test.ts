@@ -85,4 +85,8 @@ describe.runIf(dbKind === "mysql")("two instances on one MariaDB and one Redis",
     for (const r of replies.filter((r) => r.status !== 201)) expectError(r, 409, "approval_not_pending");
     expect((await onB("GET", "/v1/cards")).body.data).toHaveLength(1);
   });
+
+  it("logged no unexpected error on either instance (lock conflicts are retried, not 500s)", () => {
+    expect(a.output() + b.output()).not.toContain("unhandled error");
+  });
 });

@@ -22,8 +22,11 @@ export interface Context {
    * middleware hands procedures a copy of the context.
    */
   response: { status?: number };
-  /** Receives the error envelope, so the server can send it unchanged on either transport. */
-  reportError?: (status: number, envelope: ErrorEnvelope) => void;
+  /**
+   * Receives the error envelope, so the server can send it unchanged on either transport, and the
+   * error behind it, so the server can log unexpected failures.
+   */
+  reportError?: (status: number, envelope: ErrorEnvelope, error: TRPCError) => void;
 }
 
 /** The API error behind any failure: ours, zod's input validation, or an unexpected one (500). */
@@ -61,7 +64,7 @@ const t = initTRPC
     errorFormatter({ error, ctx }) {
       const app = toAppError(error);
       const envelope = errorEnvelope(ctx?.requestId ?? "req_unknown", app.code, app.message, app.details);
-      ctx?.reportError?.(app.status, envelope);
+      ctx?.reportError?.(app.status, envelope, error);
       return envelope.error;
     },
   });

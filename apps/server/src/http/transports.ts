@@ -103,8 +103,9 @@ export function registerTransports(app: FastifyInstance, services: Services) {
       admin: req.isAdmin === true,
       creationKey: req.idempotency?.scope,
       response: {},
-      reportError: (_status, envelope) => {
+      reportError: (status, envelope, error) => {
         req.errorEnvelope = envelope;
+        if (status >= 500 && envelope.error.code === "internal_error") req.log.error({ err: error.cause ?? error }, "unhandled error");
       },
     };
   };

@@ -29,7 +29,7 @@ export function createDataSource(url: string): DataSource {
     });
   }
   if (url.startsWith("mysql://") || url.startsWith("mariadb://")) {
-    return new DataSource({
+    return retryDeadlocks(new DataSource({
       ...common,
       type: "mysql",
       url: url.replace(/^mariadb:/, "mysql:"),
@@ -38,10 +38,47 @@ export function createDataSource(url: string): DataSource {
       supportBigNumbers: true,
       bigNumberStrings: false,
       extra: { connectionLimit: 20 },
-    });
+    }));
   }
   throw new Error(`Unsupported DATABASE_URL '${url}': use sqlite:<path>, sqlite::memory: or mysql://user:pass@host:port/db`);
 }
+
+const DEADLOCK_ATTEMPTS = 5;
+
+/**
+ * InnoDB picks a victim when two statements lock the same rows through different indexes (say a
+ * conditional claim by primary key and the expiry sweep by status): the victim's statement is
+ * rolled back whole with ER_LOCK_DEADLOCK. Outside a transaction that statement is all there is,
+ * so running it again is safe; inside one, the caller's transaction is gone and the error stands.
+ */
+function retryDeadlocks(ds: DataSource): DataSource {
+  const driver = ds.driver;
+  const create = driver.createQueryRunner.bind(driver);
+  driver.createQueryRunner = (mode) => {
+    const runner = create(mode);
+    const query = runner.query.bind(runner) as (...args: unknown[]) => Promise<any>;
+    runner.query = (async (...args: unknown[]) => {
+      for (let attempt = 1; ; attempt++) {
+        try {
+          return await query(...args);
+        } catch (err) {
+          if (runner.isTransactionActive || attempt >= DEADLOCK_ATTEMPTS || !isDeadlock(err)) throw err;
+          await new Promise((resolve) => setTimeout(resolve, Math.random() * 5 * attempt));
+        }
+      }
+    }) as typeof runner.query;
+    return runner;
+  };
+  return ds;
+}
+
+/** The driver's error code of a failed query (TypeORM wraps it in QueryFailedError). */
+function driverCode(err: unknown): string | undefined {
+  const e = err as { code?: string; driverError?: { code?: string } };
+  return e?.driverError?.code ?? e?.code;
+}
+
+const isDeadlock = (err: unknown) => driverCode(err) === "ER_LOCK_DEADLOCK";
 
 export const databaseKind = (ds: DataSource): DatabaseKind => (ds.options.type === "mysql" ? "mysql" : "sqlite");
 
@@ -63,8 +100,7 @@ export async function migrate(ds: DataSource): Promise<void> {
 
 /** True when an insert failed on a unique index, on either database. */
 export function isUniqueViolation(err: unknown): boolean {
-  const e = err as { code?: string; driverError?: { code?: string } };
-  const code = e?.driverError?.code ?? e?.code;
+  const code = driverCode(err);
   return code === "ER_DUP_ENTRY" || code === "SQLITE_CONSTRAINT_UNIQUE" || code === "SQLITE_CONSTRAINT_PRIMARYKEY";
 }
 
