@@ -73,10 +73,10 @@ app.get("/v1/balance", async (req, reply) => {
   if (!p) return reply.code(401).send({ error: { code: "unauthorized" } });
   const [[money], [pending], [policy], [account]] = await Promise.all([
     db.all(
-      `SELECT COALESCE(SUM(CASE WHEN hold_status = 'OPEN' THEN amount_cents ELSE 0 END), 0) AS held,
-              COALESCE(SUM(CASE WHEN status = 'OPEN' THEN 1 ELSE 0 END), 0) AS open
-         FROM cards WHERE account_id = ? AND mode = ? AND (hold_status = 'OPEN' OR status = 'OPEN')`,
-      [p.accountId, p.mode],
+      `SELECT
+         (SELECT COALESCE(SUM(amount_cents), 0) FROM cards WHERE account_id = ? AND mode = ? AND hold_status = 'OPEN') AS held,
+         (SELECT COUNT(1) FROM cards WHERE account_id = ? AND mode = ? AND status = 'OPEN') AS open`,
+      [p.accountId, p.mode, p.accountId, p.mode],
     ),
     db.all("SELECT COUNT(1) AS n FROM approvals WHERE account_id = ? AND mode = ? AND status = 'PENDING' AND expires_at > ?", [
       p.accountId,

@@ -29,6 +29,45 @@ interface Compiled {
 
 const cache = new WeakMap<DataSource, Map<unknown, FastRepository<any>>>();
 
+/** A statement's outcome, as TypeORM's structured QueryResult has it. */
+export interface SqlResult {
+  records: Record<string, unknown>[];
+  affected?: number;
+  /** MySQL: the OkPacket (insertId); SQLite: the last inserted row id. */
+  raw: any;
+}
+
+type Statement = { reader: boolean; all(...p: unknown[]): Record<string, unknown>[]; run(...p: unknown[]): { changes: number; lastInsertRowid: number | bigint } };
+const statements = new WeakMap<DataSource, Map<string, Statement>>();
+const STATEMENT_CACHE = 500;
+
+/**
+ * One statement, outside any transaction. On SQLite it runs straight on better-sqlite3 with
+ * prepared statements kept per SQL string: TypeORM's query runner wraps each call in a runner, a
+ * logger call, query events and several awaits, which on a synchronous driver cost more than the
+ * statement. Errors are the driver's own (isUniqueViolation reads either shape).
+ */
+export async function runSql(ds: DataSource, sql: string, params: unknown[]): Promise<SqlResult> {
+  if (ds.options.type === "better-sqlite3") {
+    let cached = statements.get(ds);
+    if (!cached) statements.set(ds, (cached = new Map()));
+    let stmt = cached.get(sql);
+    if (!stmt) {
+      if (cached.size >= STATEMENT_CACHE) cached.clear();
+      cached.set(sql, (stmt = (ds.driver as unknown as { databaseConnection: { prepare(s: string): Statement } }).databaseConnection.prepare(sql)));
+    }
+    if (stmt.reader) return { records: stmt.all(...params), raw: undefined };
+    const res = stmt.run(...params);
+    return { records: [], affected: res.changes, raw: res.lastInsertRowid };
+  }
+  const runner = ds.createQueryRunner();
+  try {
+    return await runner.query(sql, params, true);
+  } finally {
+    await runner.release();
+  }
+}
+
 export function fastRepository<T extends ObjectLiteral>(ds: DataSource, entity: EntitySchema<T>): FastRepository<T> {
   let perDs = cache.get(ds);
   if (!perDs) cache.set(ds, (perDs = new Map()));
@@ -75,14 +114,7 @@ function build<T extends ObjectLiteral>(ds: DataSource, repo: Repository<T>): Fa
     return { sql: ` WHERE ${parts.join(" AND ")}`, params };
   };
 
-  const run = async (sql: string, params: unknown[]) => {
-    const runner = ds.createQueryRunner();
-    try {
-      return await runner.query(sql, params, true);
-    } finally {
-      await runner.release();
-    }
-  };
+  const run = (sql: string, params: unknown[]) => runSql(ds, sql, params);
 
   const hydrate = (raw: Record<string, unknown>): T => {
     const entity = meta.create() as Record<string, unknown>;

@@ -12,7 +12,7 @@ import type { PolicyService } from "./policies.js";
 import { callProcessor, toApiError } from "./processor-call.js";
 import { assertPolicy, assertSetup } from "./rules.js";
 import type { PublicCardStatus } from "./views.js";
-import { fastRepository } from "../db/fast.js";
+import { fastRepository, runSql } from "../db/fast.js";
 
 export interface CreateCardInput {
   amount_cents: number;
@@ -32,9 +32,15 @@ export interface PurchaseResult {
 
 const VISIBLE: Card["status"][] = ["OPEN", "USED", "CLOSED"];
 
-const BALANCE_SQL = `SELECT COALESCE(SUM(CASE WHEN hold_status = 'OPEN' THEN amount_cents ELSE 0 END), 0) AS held,
-  COALESCE(SUM(CASE WHEN status = 'OPEN' THEN 1 ELSE 0 END), 0) AS open
-  FROM cards WHERE account_id = ? AND mode = ? AND (hold_status = 'OPEN' OR status = 'OPEN')`;
+/**
+ * Held amount and open cards, each from its own index range (ix_cards_held covers the sum,
+ * ix_cards_status the count): the cost follows the open cards, never the account's history, and
+ * needs no planner statistics. One `(hold OPEN OR status OPEN)` query was planned as a walk over
+ * every card of the account when SQLite had no statistics (1.5 ms on 10,000 cards).
+ */
+const BALANCE_SQL = `SELECT
+  (SELECT COALESCE(SUM(amount_cents), 0) FROM cards WHERE account_id = ? AND mode = ? AND hold_status = 'OPEN') AS held,
+  (SELECT COUNT(1) FROM cards WHERE account_id = ? AND mode = ? AND status = 'OPEN') AS open`;
 
 /** Cards: creation under the policy, reads, closing, and purchases that make a card USED. */
 export class CardService {
@@ -273,7 +279,7 @@ export class CardService {
 
   async balance(p: Principal): Promise<{ held_cents: number; open_cards: number }> {
     // One fixed SQL string (TypeORM's query builder would rebuild it on every call).
-    const [row] = (await this.deps.ds.query(BALANCE_SQL, [p.accountId, p.mode])) as { held: string | number; open: string | number }[];
+    const [row] = (await runSql(this.deps.ds, BALANCE_SQL, [p.accountId, p.mode, p.accountId, p.mode])).records as { held: string | number; open: string | number }[];
     return { held_cents: Number(row?.held ?? 0), open_cards: Number(row?.open ?? 0) };
   }
 }
