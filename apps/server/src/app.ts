@@ -1,5 +1,5 @@
 import "./http/types.js";
-import { createDataSource, createServices, migrate, randomToken } from "@cardctl/api";
+import { createDataSource, createServices, migrate, randomToken, startCheckpointer } from "@cardctl/api";
 import Fastify, { type FastifyServerOptions } from "fastify";
 import { bootstrap } from "./bootstrap.js";
 import type { Config } from "./config.js";
@@ -26,6 +26,7 @@ export async function buildApp(config: Config, opts: AppOptions = {}) {
   const ds = createDataSource(config.databaseUrl);
   await ds.initialize();
   await migrate(ds);
+  const stopCheckpointer = startCheckpointer(ds);
   const processors = createProcessors(config, ds);
   const services = createServices({
     ds,
@@ -74,6 +75,7 @@ export async function buildApp(config: Config, opts: AppOptions = {}) {
   registerTransports(app, services);
   await registerStripeWebhooks(app, services, config.stripeWebhookSecret);
   app.addHook("onClose", async () => {
+    await stopCheckpointer();
     await ds.destroy();
   });
   return { app, services, ds, simulated: processors.simulated, boot };

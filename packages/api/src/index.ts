@@ -1,4 +1,5 @@
 export { createDataSource, databaseKind, isUniqueViolation, migrate, type DatabaseKind } from "./db/datasource.js";
+export { startCheckpointer } from "./db/checkpointer.js";
 export type { Mode, Role } from "./db/entities.js";
 export type { DomainConfig, Deps, Principal } from "./domain/deps.js";
 export { AppError, errorEnvelope, type ErrorEnvelope } from "./domain/errors.js";

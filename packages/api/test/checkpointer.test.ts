@@ -1,0 +1,63 @@
+import { mkdtempSync, rmSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { createDataSource, migrate } from "../src/db/datasource.js";
+import { startCheckpointer } from "../src/db/checkpointer.js";
+
+const PAGE = 4096;
+
+describe("WAL checkpoints off the event loop (SQLite)", () => {
+  const cleanup: (() => Promise<void> | void)[] = [];
+  afterEach(async () => {
+    for (const c of cleanup.splice(0).reverse()) await c();
+  });
+
+  async function open() {
+    const dir = mkdtempSync(join(tmpdir(), "cardctl-ckpt-"));
+    cleanup.push(() => rmSync(dir, { recursive: true, force: true }));
+    const ds = createDataSource(`sqlite:${join(dir, "db.sqlite")}`);
+    await ds.initialize();
+    cleanup.push(() => ds.destroy());
+    await migrate(ds);
+    return { ds, wal: join(dir, "db.sqlite-wal") };
+  }
+
+  const autocheckpoint = (ds: Awaited<ReturnType<typeof open>>["ds"]) =>
+    Number((ds.driver as any).databaseConnection.pragma("wal_autocheckpoint", { simple: true }));
+
+  /** About one WAL frame per commit: small rows in a table of their own. */
+  async function commits(ds: Awaited<ReturnType<typeof open>>["ds"], n: number) {
+    for (let i = 0; i < n; i++) await ds.query("INSERT INTO sim_ephemeral_keys (secret_hash, card_id, expires_at) VALUES (?, ?, ?)", [`h${Math.random()}`, "ic_x", i]);
+  }
+
+  it("keeps the WAL bounded under a stream of commits, though the server's connection no longer checkpoints", async () => {
+    const { ds, wal } = await open();
+    const stop = startCheckpointer(ds, { intervalMs: 20, restartFrames: 200 });
+    cleanup.push(stop);
+    expect(autocheckpoint(ds)).toBe(50_000);
+    // 20 bursts of 300 commits (≥ 6,000 frames): without the worker the WAL would hold them all.
+    for (let burst = 0; burst < 20; burst++) {
+      await commits(ds, 300);
+      await new Promise((r) => setTimeout(r, 30));
+    }
+    expect(statSync(wal).size).toBeLessThan(2_000 * PAGE);
+  });
+
+  it("hands checkpoints back to the connection when stopped", async () => {
+    const { ds } = await open();
+    const stop = startCheckpointer(ds);
+    expect(autocheckpoint(ds)).toBe(50_000);
+    await stop();
+    expect(autocheckpoint(ds)).toBe(1000);
+  });
+
+  it("does nothing for in-memory databases", async () => {
+    const ds = createDataSource("sqlite::memory:");
+    await ds.initialize();
+    cleanup.push(() => ds.destroy());
+    const stop = startCheckpointer(ds);
+    expect(autocheckpoint(ds as any)).toBe(1000);
+    await stop();
+  });
+});
