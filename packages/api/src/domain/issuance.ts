@@ -115,14 +115,15 @@ export class CardIssuer {
       if (card.hold_status === "NONE") await this.cards.update({ id: card.id, status: "CREATING" }, { hold_status: "PENDING" });
       try {
         const { holdId } = await callProcessor("hold", timeout, () => processor.placeHold(pa, card.amount_cents, `${card.id}:hold`));
+        // Written with the card's next update (OPEN or FAILED): until then PENDING already says
+        // "a hold may exist under this card's key", which is all recovery needs to find it.
         card.hold_id = holdId;
+        card.hold_status = "OPEN";
       } catch (err) {
         // A decline is definite: no hold exists. Anything else may have left one; release it.
         await this.fail(card, pa, processor, err instanceof PaymentDeclinedError ? "NONE" : "PENDING");
         throw toApiError(err);
       }
-      await this.cards.update({ id: card.id, status: "CREATING" }, { hold_id: card.hold_id, hold_status: "OPEN" });
-      card.hold_status = "OPEN";
     }
     await this.deps.afterHold?.(card.id);
     let minted;
@@ -139,6 +140,8 @@ export class CardIssuer {
       { id: card.id, status: "CREATING" },
       {
         status: "OPEN",
+        hold_id: card.hold_id,
+        hold_status: "OPEN",
         processor_card_id: minted.processorCardId,
         last_four: minted.lastFour,
         expiration: minted.expiration,
@@ -166,7 +169,7 @@ export class CardIssuer {
    * fails too, the hold stays marked and the recovery pass retries it.
    */
   private async fail(card: Card, pa: ProcessorAccount, processor: Processor, holdStatus: "NONE" | "PENDING" | "OPEN") {
-    await this.cards.update({ id: card.id, status: "CREATING" }, { status: "FAILED", hold_status: holdStatus, lease_until: null });
+    await this.cards.update({ id: card.id, status: "CREATING" }, { status: "FAILED", hold_id: card.hold_id, hold_status: holdStatus, lease_until: null });
     if (holdStatus !== "NONE") await this.releaseHold({ ...card, hold_status: holdStatus }, pa, processor).catch(() => undefined);
   }
 
