@@ -82,6 +82,8 @@ function build<T extends ObjectLiteral>(ds: DataSource, repo: Repository<T>): Fa
   const q = (name: string) => driver.escape(name);
   const table = q(meta.tableName);
   const columns = new Map<string, ColumnMetadata>(meta.columns.map((c) => [c.propertyName, c]));
+  /** Quoted column names by property, escaped once. */
+  const quoted = new Map<string, string>(meta.columns.map((c) => [c.propertyName, q(c.databaseName)]));
   const selectList = meta.columns.map((c) => q(c.databaseName)).join(", ");
   const increment = meta.columns.find((c) => c.isGenerated && c.generationStrategy === "increment");
 
@@ -94,7 +96,7 @@ function build<T extends ObjectLiteral>(ds: DataSource, repo: Repository<T>): Fa
       const col = columns.get(prop);
       if (value === undefined) continue; // TypeORM skips undefined conditions too
       if (!col || value === null) return null;
-      const name = q(col.databaseName);
+      const name = quoted.get(prop)!;
       if (value instanceof FindOperator) {
         const v = value.value;
         if (value.type === "isNull") parts.push(`${name} IS NULL`);
@@ -138,7 +140,7 @@ function build<T extends ObjectLiteral>(ds: DataSource, repo: Repository<T>): Fa
     for (const [prop, dir] of Object.entries(order as Record<string, unknown>)) {
       const col = columns.get(prop);
       if (!col || (dir !== "ASC" && dir !== "DESC")) return null;
-      parts.push(`${q(col.databaseName)} ${dir}`);
+      parts.push(`${quoted.get(prop)!} ${dir}`);
     }
     return parts.length ? ` ORDER BY ${parts.join(", ")}` : "";
   };
@@ -179,7 +181,7 @@ function build<T extends ObjectLiteral>(ds: DataSource, repo: Repository<T>): Fa
       const sets = Object.entries(partial as Record<string, unknown>).filter(([, v]) => v !== undefined);
       if (!c || sets.length === 0 || sets.some(([k, v]) => !columns.has(k) || !(scalar(v) || v === null)))
         return repo.update(criteria as never, partial);
-      const res = await run(`UPDATE ${table} SET ${sets.map(([k]) => `${q(columns.get(k)!.databaseName)} = ?`).join(", ")}${c.sql}`, [
+      const res = await run(`UPDATE ${table} SET ${sets.map(([k]) => `${quoted.get(k)!} = ?`).join(", ")}${c.sql}`, [
         ...sets.map(([k, v]) => persistent(k, v)),
         ...c.params,
       ]);
@@ -190,7 +192,7 @@ function build<T extends ObjectLiteral>(ds: DataSource, repo: Repository<T>): Fa
       const values = Object.entries(entity as Record<string, unknown>).filter(([, v]) => v !== undefined);
       if (values.some(([k, v]) => !columns.has(k) || !(scalar(v) || v === null))) return repo.insert(entity);
       const res = await run(
-        `INSERT INTO ${table} (${values.map(([k]) => q(columns.get(k)!.databaseName)).join(", ")}) VALUES (${values.map(() => "?").join(", ")})`,
+        `INSERT INTO ${table} (${values.map(([k]) => quoted.get(k)!).join(", ")}) VALUES (${values.map(() => "?").join(", ")})`,
         values.map(([k, v]) => persistent(k, v)),
       );
       // Like TypeORM: the generated increment key (SQLite: last row id; MySQL: insertId) is returned.
