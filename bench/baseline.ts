@@ -100,9 +100,9 @@ app.get<{ Querystring: { limit?: string } }>("/v1/cards", async (req, reply) => 
   const p = await auth(req.headers.authorization);
   if (!p) return reply.code(401).send({ error: { code: "unauthorized" } });
   const limit = Number(req.query.limit ?? 20);
-  // As the server: newest first on (account_id, mode, seq), pinned on MySQL, visible statuses kept in code.
+  // As the server: newest first on (account_id, mode, seq), index pinned, visible statuses kept in code.
   const rows = (
-    await db.all(`SELECT * FROM cards${url.startsWith("sqlite:") ? "" : " FORCE INDEX (ix_cards_list)"} WHERE account_id = ? AND mode = ? ORDER BY seq DESC LIMIT ${limit + 1}`, [p.accountId, p.mode])
+    await db.all(`SELECT * FROM cards ${url.startsWith("sqlite:") ? "INDEXED BY ix_cards_list" : "FORCE INDEX (ix_cards_list)"} WHERE account_id = ? AND mode = ? ORDER BY seq DESC LIMIT ${limit + 1}`, [p.accountId, p.mode])
   ).filter((c) => c.status === "OPEN" || c.status === "USED" || c.status === "CLOSED");
   return { data: rows.slice(0, limit).map(listView), has_more: rows.length > limit };
 });

@@ -27,7 +27,7 @@ export async function pageOf<T extends ObjectLiteral & { seq: number; id: string
    * instead of walking (account_id, mode, seq) newest first for one page.
    */
   keep?: (row: T) => boolean,
-  /** The index that serves this list newest first, pinned on MySQL/MariaDB (see findUsingIndex). */
+  /** The index that serves this list newest first, pinned (see findUsingIndex). */
   index?: string,
 ): Promise<Page<T>> {
   let filter = { ...scope, ...filters } as FindOptionsWhere<T>;
