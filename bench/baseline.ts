@@ -78,7 +78,7 @@ app.get("/v1/balance", async (req, reply) => {
          (SELECT COUNT(1) FROM cards WHERE account_id = ? AND mode = ? AND status = 'OPEN') AS open`,
       [p.accountId, p.mode, p.accountId, p.mode],
     ),
-    db.all("SELECT COUNT(1) AS n FROM approvals WHERE account_id = ? AND mode = ? AND status = 'PENDING' AND expires_at > ?", [
+    db.all(`SELECT COUNT(1) AS n FROM approvals ${url.startsWith("sqlite:") ? "INDEXED BY ix_approvals_list" : "FORCE INDEX (ix_approvals_list)"} WHERE account_id = ? AND mode = ? AND status = 'PENDING' AND expires_at > ?`, [
       p.accountId,
       p.mode,
       Date.now(),
