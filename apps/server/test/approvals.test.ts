@@ -277,7 +277,7 @@ describe(`approval expiry (${dbKind})`, () => {
   it("the periodic sweep marks it EXPIRED in the database", async () => {
     const { id } = made[2]!;
     await s.app.services.maintenance.run();
-    const [row] = await s.app.ds.query("SELECT status FROM approvals WHERE id = ?", [id]);
+    const [row] = await s.query("SELECT status FROM approvals WHERE id = ?", [id]);
     expect(row.status).toBe("EXPIRED");
   });
 });

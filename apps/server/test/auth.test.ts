@@ -11,7 +11,6 @@ describe(`authentication (${dbKind})`, () => {
   });
   afterAll(() => s.close());
 
-  const q = (sql: string, params: unknown[] = []) => s.app.ds.query(sql, params) as Promise<any[]>;
 
   describe("401 unauthorized", () => {
     const headers: [string, Record<string, string>][] = [
@@ -49,9 +48,9 @@ describe(`authentication (${dbKind})`, () => {
       });
 
     it("an unauthenticated create leaves nothing behind", async () => {
-      const before = (await q("SELECT COUNT(*) AS n FROM cards"))[0].n;
+      const before = (await s.query("SELECT COUNT(*) AS n FROM cards"))[0].n;
       expectError(await s.request("POST", "/v1/cards", { key: "sk_test_abcdefghijklmnopqrstuvwxyz012345", body: { amount_cents: 100 } }), 401, "unauthorized");
-      expect((await q("SELECT COUNT(*) AS n FROM cards"))[0].n).toEqual(before);
+      expect((await s.query("SELECT COUNT(*) AS n FROM cards"))[0].n).toEqual(before);
     });
   });
 
@@ -113,7 +112,7 @@ describe(`authentication (${dbKind})`, () => {
     const created = await s.admin("POST", `/accounts/${account.id}/keys`, { mode: "test", name: "stored" });
     const secret: string = created.body.secret;
     expect(secret).toMatch(/^sk_test_[A-Za-z0-9_-]{32,}$/);
-    const rows = await q("SELECT * FROM api_keys WHERE id = ?", [created.body.id]);
+    const rows = await s.query("SELECT * FROM api_keys WHERE id = ?", [created.body.id]);
     expect(rows).toHaveLength(1);
     const row = rows[0];
     for (const [column, value] of Object.entries(row)) {
@@ -124,13 +123,13 @@ describe(`authentication (${dbKind})`, () => {
     expect(row.secret_hash).toBe(createHash("sha256").update(secret).digest("hex"));
     // The whole database holds the secret nowhere else either.
     for (const table of ["accounts", "api_keys", "settings", "idempotency_keys"]) {
-      const dump = JSON.stringify(await q(`SELECT * FROM ${table}`));
+      const dump = JSON.stringify(await s.query(`SELECT * FROM ${table}`));
       expect(dump, table).not.toContain(secret);
     }
     // Live keys too.
     const live = await account.key("live");
     expect(live).toMatch(/^sk_live_[A-Za-z0-9_-]{32,}$/);
-    expect(JSON.stringify(await q("SELECT * FROM api_keys"))).not.toContain(live);
+    expect(JSON.stringify(await s.query("SELECT * FROM api_keys"))).not.toContain(live);
   });
 
   describe("test/live isolation", () => {
@@ -167,7 +166,7 @@ describe(`authentication (${dbKind})`, () => {
       const live = await account.key("live");
       const err = expectError(await s.request("POST", "/v1/cards", { key: live, body: { amount_cents: 500 } }), 503, "processor_not_configured");
       expect(err.message).toMatch(/live/);
-      expect(await q("SELECT id FROM cards WHERE account_id = ?", [account.id])).toEqual([]);
+      expect(await s.query("SELECT id FROM cards WHERE account_id = ?", [account.id])).toEqual([]);
       expect((await s.request("GET", "/v1/balance", { key: live })).body).toMatchObject({ held_cents: 0, open_cards: 0 });
       expectError(await trpc(s).mutation("cards.create", { amount_cents: 500 }, { key: live }), 503, "processor_not_configured");
     });
@@ -200,7 +199,7 @@ describe(`authentication (${dbKind})`, () => {
       const live = await account.key("live");
       // A live card as Stripe would have made it: moved into live mode in the database.
       const card = (await s.request("POST", "/v1/cards", { key: test, body: { amount_cents: 1900 } })).body;
-      await q("UPDATE cards SET mode = 'live' WHERE id = ?", [card.id]);
+      await s.query("UPDATE cards SET mode = 'live' WHERE id = ?", [card.id]);
       expect((await s.request("GET", "/v1/cards", { key: live })).body.data.map((c: any) => [c.id, c.status])).toEqual([[card.id, "OPEN"]]);
       expect((await s.request("GET", "/v1/balance", { key: live })).body).toMatchObject({ held_cents: 1900, open_cards: 1 });
       expectError(await s.request("GET", `/v1/cards/${card.id}`, { key: live }), 503, "processor_not_configured");

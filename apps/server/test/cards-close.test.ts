@@ -10,7 +10,6 @@ describe(`closing cards (${dbKind})`, () => {
   });
   afterAll(() => s.close());
 
-  const q = (sql: string, params: unknown[]) => s.app.ds.query(sql, params) as Promise<any[]>;
   const fresh = async () => (await s.newAccount()).key();
   const mk = async (key: string, amount: number) => {
     const r = await s.request("POST", "/v1/cards", { key, body: { amount_cents: amount } });
@@ -28,7 +27,7 @@ describe(`closing cards (${dbKind})`, () => {
     expect(r.status).toBe(200);
     expect(r.body).toEqual({ ok: true, status: "CLOSED" });
     expect(await balance(key)).toMatchObject({ held_cents: 700, open_cards: 1 });
-    const [card] = await q("SELECT status, hold_status, hold_id, processor_card_id FROM cards WHERE id = ?", [a]);
+    const [card] = await s.query("SELECT status, hold_status, hold_id, processor_card_id FROM cards WHERE id = ?", [a]);
     expect(card).toMatchObject({ status: "CLOSED", hold_status: "RELEASED" });
     expect((await s.processor.hold(card.hold_id))?.status).toBe("canceled");
     expect(await s.processor.card(card.processor_card_id)).toBe("canceled");
@@ -90,7 +89,7 @@ describe(`closing cards (${dbKind})`, () => {
     const id = await mk(key, 3000);
     const replies = await Promise.all(Array.from({ length: 8 }, () => s.request("POST", `/v1/cards/${id}/close`, { key })));
     for (const r of replies) expect([r.status, r.body]).toEqual([200, { ok: true, status: "CLOSED" }]);
-    const [card] = await q("SELECT status, hold_status, hold_id FROM cards WHERE id = ?", [id]);
+    const [card] = await s.query("SELECT status, hold_status, hold_id FROM cards WHERE id = ?", [id]);
     expect(card).toMatchObject({ status: "CLOSED", hold_status: "RELEASED" });
     expect((await s.processor.holds(id)).map((h) => h.status)).toEqual(["canceled"]);
     expect((await s.processor.hold(card.hold_id))?.status).toBe("canceled");

@@ -24,7 +24,7 @@ describe(`POST /v1/cards (${dbKind})`, () => {
     expectCreatedCard(r.body, { amount: 2599, agent_id: "agent-7" });
     expect(Date.parse(r.body.created_at)).toBeGreaterThan(Date.now() - 60_000);
     expect(await heldCents(key)).toBe(2599);
-    const [row] = await s.app.ds.query("SELECT status, hold_status, purpose FROM cards WHERE id = ?", [r.body.id]);
+    const [row] = await s.query("SELECT status, hold_status, purpose FROM cards WHERE id = ?", [r.body.id]);
     expect(row).toEqual({ status: "OPEN", hold_status: "OPEN", purpose: "Domain renewal" });
   });
 
@@ -78,7 +78,7 @@ describe(`POST /v1/cards (${dbKind})`, () => {
         expect(err.details.setup_url).toBe("http://cardctl.test/setup");
         expect(() => new URL(err.details.setup_url)).not.toThrow();
         expect(await heldCents(key)).toBe(0);
-        expect(await s.app.ds.query("SELECT id FROM cards WHERE account_id = ?", [account.id])).toEqual([]);
+        expect(await s.query("SELECT id FROM cards WHERE account_id = ?", [account.id])).toEqual([]);
       });
 
     it("the setup_url page answers with HTML", async () => {

@@ -170,7 +170,7 @@ describe(`reading cards (${dbKind})`, () => {
       expect(luhn(revealed!.number)).toBe(true);
       // The full number appears in no response, and the service stores only last four.
       expect(JSON.stringify(r.body)).not.toContain(revealed!.number);
-      const [row] = await s.app.ds.query("SELECT * FROM cards WHERE id = ?", [created.id]);
+      const [row] = await s.query("SELECT * FROM cards WHERE id = ?", [created.id]);
       expect(JSON.stringify(row)).not.toContain(revealed!.number);
       expect(JSON.stringify(row)).not.toContain(`"${revealed!.cvc}"`);
     });

@@ -1,7 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { dbKind, expectError, startServer, type TestServer } from "./harness.js";
 
-const rows = (s: TestServer, sql: string, params: unknown[] = []) => s.app.ds.query(sql, params) as Promise<any[]>;
 
 describe(`concurrency (${dbKind})`, () => {
   let s: TestServer;
@@ -23,7 +22,7 @@ describe(`concurrency (${dbKind})`, () => {
     const ok = replies.filter((r) => r.status === 201);
     expect(ok).toHaveLength(1);
     for (const r of replies.filter((r) => r.status !== 201)) expect(expectError(r, 409, "approval_not_pending").details).toEqual({ status: "APPROVED" });
-    const cards = await rows(s, "SELECT id, hold_status FROM cards WHERE account_id = ?", [account.id]);
+    const cards = await s.query("SELECT id, hold_status FROM cards WHERE account_id = ?", [account.id]);
     expect(cards).toEqual([{ id: ok[0]!.body.id, hold_status: "OPEN" }]);
     expect(await s.processor.holds(ok[0]!.body.id)).toHaveLength(1);
     const approved = await s.request("GET", "/v1/approvals?status=APPROVED", { key });
@@ -54,13 +53,13 @@ describe(`concurrency (${dbKind})`, () => {
         }
       }),
     );
-    const settled = await rows(s, "SELECT status, hold_status, spent_cents FROM cards WHERE account_id = ?", [account.id]);
+    const settled = await s.query("SELECT status, hold_status, spent_cents FROM cards WHERE account_id = ?", [account.id]);
     for (const c of settled) {
       expect(c.hold_status).toBe(c.status === "USED" ? "CAPTURED" : "RELEASED");
       expect(Number(c.spent_cents)).toBe(c.status === "USED" ? 400 : 0);
     }
     const held = [];
-    for (const c of await rows(s, "SELECT id FROM cards WHERE account_id = ?", [account.id])) held.push(...(await s.processor.holds(c.id)));
+    for (const c of await s.query("SELECT id FROM cards WHERE account_id = ?", [account.id])) held.push(...(await s.processor.holds(c.id)));
     expect(held).toHaveLength(15);
     for (const h of held) expect(["captured", "canceled"]).toContain(h.status);
     const balance = await s.request("GET", "/v1/balance", { key });

@@ -207,7 +207,7 @@ describe(`errors and envelopes (${dbKind})`, () => {
     const stream = new PassThrough().on("data", (d) => (logs += d.toString()));
     const broken = await startServer({ LOG_LEVEL: "error" }, { logStream: stream });
     try {
-      await broken.app.ds.query("DROP TABLE policies");
+      await broken.query("DROP TABLE policies");
       for (const r of [
         await trpc(broken).query("policies.retrieveDefault", undefined),
         await broken.request("GET", "/v1/balance"),

@@ -14,17 +14,16 @@ describe(`processor faults (${dbKind})`, () => {
   afterAll(() => s.close());
   afterEach(() => s.processor.clear());
 
-  const q = (sql: string, params: unknown[] = []) => s.app.ds.query(sql, params) as Promise<any[]>;
   /** The account's holds at the processor, by status. */
   async function processorHolds(accountId: string) {
-    const cards = await q("SELECT id FROM cards WHERE account_id = ?", [accountId]);
+    const cards = await s.query("SELECT id FROM cards WHERE account_id = ?", [accountId]);
     const holds = [];
     for (const c of cards) holds.push(...(await s.processor.holds(c.id)));
     return holds.map((h) => h.status);
   }
   /** The account's cards at the processor, by status. */
   async function processorCards(accountId: string) {
-    const cards = await q("SELECT id FROM cards WHERE account_id = ?", [accountId]);
+    const cards = await s.query("SELECT id FROM cards WHERE account_id = ?", [accountId]);
     const out: string[] = [];
     for (const c of cards) out.push(...(await s.processor.cards(c.id)));
     return out;
@@ -47,7 +46,7 @@ describe(`processor faults (${dbKind})`, () => {
       await s.app.services.maintenance.run();
       // Whatever the processor may have made under the card's key is cancelled.
       for (const h of await processorHolds(account.id)) expect(h).toBe("canceled");
-      const [row] = await q("SELECT status, hold_status FROM cards WHERE account_id = ?", [account.id]);
+      const [row] = await s.query("SELECT status, hold_status FROM cards WHERE account_id = ?", [account.id]);
       expect(row).toEqual({ status: "FAILED", hold_status: "RELEASED" });
     });
 

@@ -46,7 +46,7 @@ describe(`no internals in responses, no 500 from any input (${dbKind})`, () => {
   it("answers a database failure with 500 internal_error, without stack or SQL", async () => {
     const broken = await startServer();
     try {
-      await broken.app.ds.query("DROP TABLE policies");
+      await broken.query("DROP TABLE policies");
       const r = await broken.request("GET", "/v1/policies/default");
       const err = expectError(r, 500, "internal_error");
       const text = JSON.stringify(r.body);

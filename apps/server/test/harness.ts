@@ -62,8 +62,14 @@ export interface ProcessorProbe {
   clear(): void;
 }
 
+/** Rows of one SQL statement on the server's own database. */
+const queryOf =
+  (app: App) =>
+  (sql: string, params: unknown[] = []) =>
+    app.ds.query(sql, params) as Promise<any[]>;
+
 function simulatedProbe(app: App): ProcessorProbe {
-  const q = (sql: string, params: unknown[] = []) => app.ds.query(sql, params) as Promise<any[]>;
+  const q = queryOf(app);
   const hold = (h: any): ProbeHold => ({ status: h.status, amount_cents: Number(h.amount_cents), captured_cents: Number(h.captured_cents) });
   return {
     kind: "simulated",
@@ -206,6 +212,8 @@ export async function startServer(env: Record<string, string> = {}, opts: AppOpt
     request,
     admin,
     newAccount,
+    /** Rows of one SQL statement on the server's database (what the API does not show). */
+    query: queryOf(app),
     /** The processor's own state and fault injection (see ProcessorProbe). */
     processor: fake ? stripeProbe(fake) : simulatedProbe(app),
     /** The fake Stripe API when the suite runs on Stripe (TEST_PROCESSOR=stripe). */

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { dbKind, expectError, startServer, type TestServer } from "./harness.js";
 
 const countRows = async (s: TestServer, sql: string, params: unknown[] = []) =>
-  Number((await s.app.ds.query(sql, params))[0].n);
+  Number((await s.query(sql, params))[0].n);
 
 describe(`idempotency (${dbKind})`, () => {
   let s: TestServer;
@@ -89,7 +89,7 @@ describe(`idempotency (${dbKind})`, () => {
 
   it("forgets keys after 24 hours (the maintenance pass purges them)", async () => {
     const first = await create("old-1", { amount_cents: 100 });
-    await s.app.ds.query("UPDATE idempotency_keys SET expires_at = ? WHERE idem_key = ?", [Date.now() - 1, "old-1"]);
+    await s.query("UPDATE idempotency_keys SET expires_at = ? WHERE idem_key = ?", [Date.now() - 1, "old-1"]);
     await s.app.services.maintenance.run();
     expect(await countRows(s, "SELECT COUNT(*) AS n FROM idempotency_keys WHERE idem_key = ?", ["old-1"])).toBe(0);
     const fresh = await create("old-1", { amount_cents: 100 });

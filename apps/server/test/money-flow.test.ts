@@ -19,12 +19,11 @@ describe(`money flow (${dbKind})`, () => {
     s.processor.clear();
   });
 
-  const q = (sql: string, params: unknown[] = []) => s.app.ds.query(sql, params) as Promise<any[]>;
   const fresh = async () => {
     const account = await s.newAccount();
     return { account, key: await account.key() };
   };
-  const rows = (accountId: string) => q("SELECT id, status, hold_status, hold_id, processor_card_id FROM cards WHERE account_id = ? ORDER BY seq", [accountId]);
+  const rows = (accountId: string) => s.query("SELECT id, status, hold_status, hold_id, processor_card_id FROM cards WHERE account_id = ? ORDER BY seq", [accountId]);
   /** The card's holds and cards at the processor. */
   const holdsOf = async (cardId: string) => (await s.processor.holds(cardId)).map(({ status, amount_cents }) => ({ status, amount_cents }));
   const issuedOf = async (cardId: string) => (await s.processor.cards(cardId)).map((status) => ({ status }));
@@ -64,7 +63,7 @@ describe(`money flow (${dbKind})`, () => {
     const { account, key } = await fresh();
     let seen: any = null;
     onHold = async (cardId) => {
-      const [row] = await q("SELECT status, hold_status, hold_id FROM cards WHERE id = ?", [cardId]);
+      const [row] = await s.query("SELECT status, hold_status, hold_id FROM cards WHERE id = ?", [cardId]);
       const listed = (await s.request("GET", "/v1/cards", { key })).body.data;
       const got = await s.request("GET", `/v1/cards/${cardId}`, { key });
       seen = { row, listed, got: got.status, holds: await holdsOf(cardId), issued: await issuedOf(cardId) };

@@ -10,12 +10,11 @@ describe(`test helper purchase (${dbKind})`, () => {
   });
   afterAll(() => s.close());
 
-  const q = (sql: string, params: unknown[]) => s.app.ds.query(sql, params) as Promise<any[]>;
   const fresh = async () => (await s.newAccount()).key();
   const mk = async (key: string, amount: number) => (await s.request("POST", "/v1/cards", { key, body: { amount_cents: amount, agent_id: "buyer" } })).body;
   const buy = (key: string, id: string, body: unknown) => s.request("POST", `/v1/test_helpers/cards/${id}/purchase`, { key, body });
   const simState = async (cardId: string) => {
-    const [card] = await q("SELECT hold_id, processor_card_id, hold_status FROM cards WHERE id = ?", [cardId]);
+    const [card] = await s.query("SELECT hold_id, processor_card_id, hold_status FROM cards WHERE id = ?", [cardId]);
     const hold = await s.processor.hold(card.hold_id);
     const issued = await s.processor.card(card.processor_card_id);
     return { holdStatus: card.hold_status, hold, issued };

@@ -30,9 +30,8 @@ describe(`stripe processor (${dbKind})`, () => {
   afterEach(() => fake.clearFaults());
 
   const since = (n: number) => fake.requests.slice(n);
-  const q = (sql: string, params: unknown[] = []) => s.app.ds.query(sql, params) as Promise<any[]>;
   async function stripeIds(accountId: string) {
-    const [row] = await q("SELECT customer_id, payment_method_id, cardholder_id FROM stripe_accounts WHERE account_id = ? AND mode = 'test'", [accountId]);
+    const [row] = await s.query("SELECT customer_id, payment_method_id, cardholder_id FROM stripe_accounts WHERE account_id = ? AND mode = 'test'", [accountId]);
     return row as { customer_id: string; payment_method_id: string; cardholder_id: string | null };
   }
   /** The fake's PaymentIntents and Issuing cards that belong to an account. */
@@ -410,7 +409,7 @@ describe(`stripe processor (${dbKind})`, () => {
 
   it("an account whose payment method was saved before Stripe was set up gets its Customer on the first hold", async () => {
     const { account, key } = await setup();
-    await q("DELETE FROM stripe_accounts WHERE account_id = ?", [account.id]);
+    await s.query("DELETE FROM stripe_accounts WHERE account_id = ?", [account.id]);
     const n = fake.requests.length;
     expect((await s.request("POST", "/v1/cards", { key, body: { amount_cents: 900 } })).status).toBe(201);
     expect(since(n).map((c) => c.path).slice(0, 3)).toEqual(["/v1/customers", "/v1/payment_methods/pm_card_visa/attach", "/v1/payment_intents"]);

@@ -46,7 +46,7 @@ describe(`stripe webhooks (${dbKind})`, () => {
     expect(created.status, JSON.stringify(created.body)).toBe(201);
     const card = created.body;
     const issued = [...fake.cards.values()].find((c) => c.metadata.card_id === card.id) as FakeIssuingCard;
-    const [row] = (await s.app.ds.query("SELECT hold_id FROM cards WHERE id = ?", [card.id])) as { hold_id: string }[];
+    const [row] = await s.query("SELECT hold_id FROM cards WHERE id = ?", [card.id]);
     const pi = fake.paymentIntents.get(row!.hold_id)!;
     return { account, key, card, issued, pi };
   }
