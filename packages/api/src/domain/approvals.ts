@@ -49,13 +49,15 @@ export class ApprovalService {
       created_at: now,
       decided_at: null,
     };
+    let inserted;
     try {
-      await this.repo.insert(approval);
+      inserted = await this.repo.insert(approval);
     } catch (err) {
       if (!isUniqueViolation(err) || !input.creationKey) throw err;
       return (await this.repo.findOneBy({ creation_key: input.creationKey }))!;
     }
-    return (await this.repo.findOneBy({ id: approval.id }))!;
+    // Not read back: its seq comes from the insert, as for cards (CardIssuer.issue).
+    return { ...approval, seq: inserted.identifiers[0]!.seq as number };
   }
 
   /** Marks every approval past its expires_at as EXPIRED. Safe to run anywhere, any time. */

@@ -11,6 +11,7 @@ import { effectivePolicy, type PolicyOverride } from "./policy.js";
 import type { PolicyService } from "./policies.js";
 import { callProcessor, toApiError } from "./processor-call.js";
 import { assertPolicy, assertSetup } from "./rules.js";
+import type { Processor, ProcessorAccount } from "../processor/types.js";
 import type { PublicCardStatus } from "./views.js";
 import { fastRepository, runSql } from "../db/fast.js";
 
@@ -22,6 +23,12 @@ export interface CreateCardInput {
 }
 
 export type CreateCardResult = { kind: "card"; card: Card } | { kind: "pending"; approval: Approval };
+
+/** A card's processor, and its view of the card's account. */
+interface ProcessorOf {
+  processor: Processor;
+  pa: ProcessorAccount;
+}
 
 export interface PurchaseResult {
   approved: boolean;
@@ -129,18 +136,12 @@ export class CardService {
   }
 
   /** Revokes a CLOSED card at the processor and cancels its hold; each step runs once. */
-  async finishClose(card: Card, account?: Account): Promise<void> {
+  async finishClose(card: Card): Promise<void> {
     if (card.revoked_at !== null && card.hold_status !== "OPEN") return;
-    const processor = this.deps.processors(card.mode);
-    const pa = processorAccount(account ?? (await this.accounts.get(card.account_id)), card.mode);
+    const via = await this.processorFor(card);
     try {
-      if (card.revoked_at === null) {
-        await callProcessor("revoke", this.deps.config.processorTimeoutMs, () =>
-          processor.revokeCard(pa, card.processor_card_id!, `${card.id}:revoke`),
-        );
-        await this.repo.update({ id: card.id, revoked_at: IsNull() }, { revoked_at: Date.now() });
-      }
-      if (card.hold_status === "OPEN") await this.issuer.releaseHold(card, pa, processor);
+      if (card.revoked_at === null) await this.revoke(card, via);
+      if (card.hold_status === "OPEN") await this.issuer.releaseHold(card, via.pa, via.processor);
     } catch (err) {
       throw toApiError(err);
     }
@@ -210,8 +211,10 @@ export class CardService {
       setImmediate(() => void this.settleUsed(used).catch(() => undefined));
       return approved();
     }
+    let via: ProcessorOf;
     try {
-      await this.capture(card);
+      via = await this.processorFor(card);
+      await this.capture(card, via);
     } catch (err) {
       if (opts.onCaptureFailure === "keep") return approved(); // the recovery pass captures it
       // No money moved: the purchase is undone and the card stays OPEN with its hold.
@@ -222,31 +225,39 @@ export class CardService {
       throw toApiError(err);
     }
     // Deactivating the spent card may be retried by the recovery pass; the purchase stands.
-    await this.settleUsed({ ...card, hold_status: "CAPTURED" }).catch(() => undefined);
+    await this.settleUsed({ ...card, hold_status: "CAPTURED" }, via).catch(() => undefined);
     return approved();
   }
 
-  /** Captures a USED card's hold for what was spent; the rest of the hold is released. */
-  private async capture(card: Card): Promise<void> {
-    if (card.hold_status !== "OPEN") return;
+  /** The card's processor and the processor's view of the card's account. */
+  private async processorFor(card: Card): Promise<ProcessorOf> {
     const processor = this.deps.processors(card.mode);
-    const pa = processorAccount(await this.accounts.get(card.account_id), card.mode);
+    return { processor, pa: processorAccount(await this.accounts.get(card.account_id), card.mode) };
+  }
+
+  /** Captures a USED card's hold for what was spent; the rest of the hold is released. */
+  private async capture(card: Card, { processor, pa }: ProcessorOf): Promise<void> {
+    if (card.hold_status !== "OPEN") return;
     await callProcessor("capture", this.deps.config.processorTimeoutMs, () =>
       processor.captureHold(pa, card.hold_id!, card.spent_cents, `${card.id}:capture`),
     );
     await this.repo.update({ id: card.id, hold_status: "OPEN" }, { hold_status: "CAPTURED" });
   }
 
-  /** Captures a USED card's hold (if still open) and deactivates the card; the recovery pass retries. */
-  async settleUsed(card: Card): Promise<void> {
-    await this.capture(card);
-    if (card.revoked_at !== null) return;
-    const processor = this.deps.processors(card.mode);
-    const pa = processorAccount(await this.accounts.get(card.account_id), card.mode);
+  /** Cancels the card at the processor (idempotent there too) and records it once. */
+  private async revoke(card: Card, { processor, pa }: ProcessorOf): Promise<void> {
     await callProcessor("revoke", this.deps.config.processorTimeoutMs, () =>
       processor.revokeCard(pa, card.processor_card_id!, `${card.id}:revoke`),
     );
     await this.repo.update({ id: card.id, revoked_at: IsNull() }, { revoked_at: Date.now() });
+  }
+
+  /** Captures a USED card's hold (if still open) and deactivates the card; the recovery pass retries. */
+  async settleUsed(card: Card, via?: ProcessorOf): Promise<void> {
+    if (card.hold_status !== "OPEN" && card.revoked_at !== null) return;
+    via ??= await this.processorFor(card);
+    await this.capture(card, via);
+    if (card.revoked_at === null) await this.revoke(card, via);
   }
 
   /** Recovery: finishes the processor side of CLOSED, USED and FAILED cards left half done. */
