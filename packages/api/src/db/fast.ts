@@ -12,7 +12,7 @@ import type { ColumnMetadata } from "typeorm/metadata/ColumnMetadata.js";
  */
 export type FastRepository<T extends ObjectLiteral> = Pick<
   Repository<T>,
-  "findOneBy" | "findOneByOrFail" | "find" | "countBy" | "update" | "insert" | "delete" | "findOne" | "createQueryBuilder"
+  "findOneBy" | "find" | "update" | "insert" | "delete" | "findOne" | "createQueryBuilder"
 > & {
   /**
    * `find`, with the database told to use `index` (FORCE INDEX on MySQL/MariaDB, INDEXED BY on
@@ -20,7 +20,7 @@ export type FastRepository<T extends ObjectLiteral> = Pick<
    * index of the account and sorted all its rows for one page (0.7 ms on 10,000 cards).
    */
   findUsingIndex(index: string, opts: FindManyOptions<T>): Promise<T[]>;
-  /** `countBy`, told to use `index` the same way. */
+  /** TypeORM's `countBy`, told to use `index` the same way. */
   countUsingIndex(index: string, where: FindOptionsWhere<T>): Promise<number>;
 };
 
@@ -69,6 +69,11 @@ export async function runSql(ds: DataSource, sql: string, params: unknown[]): Pr
   } finally {
     await runner.release();
   }
+}
+
+/** The rows of one statement (none for writes), through runSql. */
+export async function queryRows(ds: DataSource, sql: string, params: unknown[]): Promise<any[]> {
+  return (await runSql(ds, sql, params)).records;
 }
 
 export function fastRepository<T extends ObjectLiteral>(ds: DataSource, entity: EntitySchema<T>): FastRepository<T> {
@@ -176,15 +181,8 @@ function build<T extends ObjectLiteral>(ds: DataSource, repo: Repository<T>): Fa
       if (!c) return repo.findOneBy(w);
       return (await select(c, " LIMIT 1"))[0] ?? null;
     },
-    async findOneByOrFail(w) {
-      const c = where(w);
-      if (!c) return repo.findOneByOrFail(w);
-      const found = (await select(c, " LIMIT 1"))[0];
-      return found ?? repo.findOneByOrFail(w); // TypeORM's own EntityNotFoundError
-    },
     find: (opts) => find(opts, table),
     findUsingIndex: (index, opts) => find(opts, usingIndex(index)),
-    countBy: (w) => count(w, table),
     countUsingIndex: (index, w) => count(w, usingIndex(index)),
     async update(criteria, partial) {
       const c = where(criteria);

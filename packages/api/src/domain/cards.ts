@@ -13,7 +13,7 @@ import { callProcessor, toApiError } from "./processor-call.js";
 import { assertPolicy, assertSetup } from "./rules.js";
 import type { Processor, ProcessorAccount } from "../processor/types.js";
 import type { PublicCardStatus } from "./views.js";
-import { fastRepository, runSql } from "../db/fast.js";
+import { fastRepository, queryRows } from "../db/fast.js";
 
 export interface CreateCardInput {
   amount_cents: number;
@@ -290,7 +290,7 @@ export class CardService {
 
   async balance(p: Principal): Promise<{ held_cents: number; open_cards: number }> {
     // One fixed SQL string (TypeORM's query builder would rebuild it on every call).
-    const [row] = (await runSql(this.deps.ds, BALANCE_SQL, [p.accountId, p.mode, p.accountId, p.mode])).records as { held: string | number; open: string | number }[];
+    const [row] = (await queryRows(this.deps.ds, BALANCE_SQL, [p.accountId, p.mode, p.accountId, p.mode])) as { held: string | number; open: string | number }[];
     return { held_cents: Number(row?.held ?? 0), open_cards: Number(row?.open ?? 0) };
   }
 }

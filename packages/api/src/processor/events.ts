@@ -1,5 +1,6 @@
 import type { DataSource } from "typeorm";
 import { isUniqueViolation } from "../db/datasource.js";
+import { queryRows } from "../db/fast.js";
 
 export type EventClaim = { kind: "new" } | { kind: "seen"; outcome: string | null };
 
@@ -13,7 +14,7 @@ export class ProcessorEventLog {
 
   async claim(id: string, type: string): Promise<EventClaim> {
     try {
-      await this.ds.query(`INSERT INTO stripe_events (id, type, outcome, received_at) VALUES (?, ?, NULL, ?)`, [id, type, Date.now()]);
+      await queryRows(this.ds, `INSERT INTO stripe_events (id, type, outcome, received_at) VALUES (?, ?, NULL, ?)`, [id, type, Date.now()]);
       return { kind: "new" };
     } catch (err) {
       if (!isUniqueViolation(err)) throw err;
@@ -22,15 +23,15 @@ export class ProcessorEventLog {
   }
 
   async outcome(id: string): Promise<string | null> {
-    const [row] = await this.ds.query(`SELECT outcome FROM stripe_events WHERE id = ?`, [id]);
+    const [row] = await queryRows(this.ds, `SELECT outcome FROM stripe_events WHERE id = ?`, [id]);
     return row?.outcome ?? null;
   }
 
   async complete(id: string, outcome: string): Promise<void> {
-    await this.ds.query(`UPDATE stripe_events SET outcome = ? WHERE id = ?`, [outcome, id]);
+    await queryRows(this.ds, `UPDATE stripe_events SET outcome = ? WHERE id = ?`, [outcome, id]);
   }
 
   async release(id: string): Promise<void> {
-    await this.ds.query(`DELETE FROM stripe_events WHERE id = ? AND outcome IS NULL`, [id]);
+    await queryRows(this.ds, `DELETE FROM stripe_events WHERE id = ? AND outcome IS NULL`, [id]);
   }
 }

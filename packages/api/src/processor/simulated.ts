@@ -1,11 +1,11 @@
 import { randomInt } from "node:crypto";
 import type { DataSource } from "typeorm";
 import { isUniqueViolation } from "../db/datasource.js";
-import { runSql } from "../db/fast.js";
+import { queryRows } from "../db/fast.js";
 import { newId, randomToken } from "../domain/ids.js";
 import { sha256 } from "../domain/secrets.js";
 import { withLuhnDigit } from "./luhn.js";
-import { PaymentDeclinedError, ProcessorError, type MintedCard, type Processor, type ProcessorAccount } from "./types.js";
+import { formatExpiration, PaymentDeclinedError, ProcessorError, type MintedCard, type Processor, type ProcessorAccount } from "./types.js";
 
 export type SimStep = "hold" | "mint" | "revoke" | "capture" | "cancel" | "ephemeral_key";
 /** fail: the call errors after doing nothing; hang: it never answers; decline: the hold is declined. */
@@ -25,10 +25,6 @@ export class SimulatedProcessor implements Processor {
   private readonly faults = new Map<SimStep, SimFault>();
 
   constructor(private readonly ds: DataSource) {}
-
-  private async query(sql: string, params: unknown[]): Promise<any[]> {
-    return (await runSql(this.ds, sql, params)).records;
-  }
 
   /** Test hook: make every following call of a step fail, hang or decline, until cleared. */
   setFault(step: SimStep, fault: SimFault | null): void {
@@ -62,12 +58,13 @@ export class SimulatedProcessor implements Processor {
 
   async cancelHold(_account: ProcessorAccount, holdId: string) {
     await this.inject("cancel");
-    await this.query(`UPDATE sim_holds SET status = 'canceled' WHERE id = ? AND status = 'requires_capture'`, [holdId]);
+    await queryRows(this.ds, `UPDATE sim_holds SET status = 'canceled' WHERE id = ? AND status = 'requires_capture'`, [holdId]);
   }
 
   async captureHold(_account: ProcessorAccount, holdId: string, amountCents: number) {
     await this.inject("capture");
-    await this.query(
+    await queryRows(
+      this.ds,
       `UPDATE sim_holds SET status = 'captured', captured_cents = ? WHERE id = ? AND status = 'requires_capture' AND amount_cents >= ?`,
       [amountCents, holdId, amountCents],
     );
@@ -93,20 +90,20 @@ export class SimulatedProcessor implements Processor {
     return {
       processorCardId: minted.id as string,
       lastFour: String(minted.number).slice(-4),
-      expiration: `${String(minted.exp_month).padStart(2, "0")}/${String(Number(minted.exp_year) % 100).padStart(2, "0")}`,
+      expiration: formatExpiration(Number(minted.exp_month), Number(minted.exp_year)),
     };
   }
 
   async revokeCard(_account: ProcessorAccount, processorCardId: string) {
     await this.inject("revoke");
-    await this.query(`UPDATE sim_cards SET status = 'canceled' WHERE id = ?`, [processorCardId]);
+    await queryRows(this.ds, `UPDATE sim_cards SET status = 'canceled' WHERE id = ?`, [processorCardId]);
   }
 
   async createEphemeralKey(account: ProcessorAccount, processorCardId: string) {
     await this.inject("ephemeral_key");
     const secret = `ek_${account.mode}_${randomToken(32)}`;
     const expiresAt = Date.now() + EPHEMERAL_KEY_TTL_MS;
-    await this.query(`INSERT INTO sim_ephemeral_keys (secret_hash, card_id, expires_at) VALUES (?, ?, ?)`, [
+    await queryRows(this.ds, `INSERT INTO sim_ephemeral_keys (secret_hash, card_id, expires_at) VALUES (?, ?, ?)`, [
       sha256(secret),
       processorCardId,
       expiresAt,
@@ -116,9 +113,9 @@ export class SimulatedProcessor implements Processor {
 
   /** What the processor's client-side library does with an ephemeral key: reveal PAN and CVC. */
   async reveal(secret: string): Promise<{ number: string; cvc: string; exp_month: number; exp_year: number } | null> {
-    const [key] = await this.query(`SELECT card_id, expires_at FROM sim_ephemeral_keys WHERE secret_hash = ?`, [sha256(secret)]);
+    const [key] = await queryRows(this.ds, `SELECT card_id, expires_at FROM sim_ephemeral_keys WHERE secret_hash = ?`, [sha256(secret)]);
     if (!key || Number(key.expires_at) < Date.now()) return null;
-    const [card] = await this.query(`SELECT number, cvc, exp_month, exp_year FROM sim_cards WHERE id = ?`, [key.card_id]);
+    const [card] = await queryRows(this.ds, `SELECT number, cvc, exp_month, exp_year FROM sim_cards WHERE id = ?`, [key.card_id]);
     return card ? { number: card.number, cvc: card.cvc, exp_month: Number(card.exp_month), exp_year: Number(card.exp_year) } : null;
   }
 
@@ -126,11 +123,11 @@ export class SimulatedProcessor implements Processor {
   private async insertOnce(table: "sim_holds" | "sim_cards", row: Record<string, unknown>): Promise<Record<string, unknown>> {
     const cols = Object.keys(row);
     try {
-      await this.query(`INSERT INTO ${table} (${cols.join(", ")}) VALUES (${cols.map(() => "?").join(", ")})`, Object.values(row));
+      await queryRows(this.ds, `INSERT INTO ${table} (${cols.join(", ")}) VALUES (${cols.map(() => "?").join(", ")})`, Object.values(row));
       return row;
     } catch (err) {
       if (!isUniqueViolation(err)) throw err;
-      const [existing] = await this.query(`SELECT * FROM ${table} WHERE idempotency_key = ?`, [row.idempotency_key]);
+      const [existing] = await queryRows(this.ds, `SELECT * FROM ${table} WHERE idempotency_key = ?`, [row.idempotency_key]);
       return existing;
     }
   }

@@ -1,10 +1,11 @@
 import Stripe from "stripe";
 import type { DataSource } from "typeorm";
 import { isUniqueViolation } from "../db/datasource.js";
+import { queryRows } from "../db/fast.js";
 import type { Mode } from "../db/entities.js";
 import { randomToken } from "../domain/ids.js";
 import { sha256 } from "../domain/secrets.js";
-import { PaymentDeclinedError, ProcessorError, type MintedCard, type Processor, type ProcessorAccount } from "./types.js";
+import { formatExpiration, PaymentDeclinedError, ProcessorError, type MintedCard, type Processor, type ProcessorAccount } from "./types.js";
 
 /**
  * Issuing Elements (Stripe.js) reads card details with an ephemeral key made under this API
@@ -111,7 +112,8 @@ export class StripeProcessor implements Processor {
   // --- per account and mode: Customer (with the payment method attached) and cardholder ---
 
   private async row(account: ProcessorAccount): Promise<StripeAccountRow | undefined> {
-    const [row] = await this.opts.ds.query(
+    const [row] = await queryRows(
+      this.opts.ds,
       `SELECT customer_id, attached_source, payment_method_id, cardholder_id FROM stripe_accounts WHERE account_id = ? AND mode = ?`,
       [account.accountId, account.mode],
     );
@@ -123,13 +125,15 @@ export class StripeProcessor implements Processor {
     const values = cols.map((c) => fields[c] ?? null);
     const now = Date.now();
     try {
-      await this.opts.ds.query(
+      await queryRows(
+        this.opts.ds,
         `INSERT INTO stripe_accounts (account_id, mode, ${cols.join(", ")}, updated_at) VALUES (?, ?, ${cols.map(() => "?").join(", ")}, ?)`,
         [account.accountId, account.mode, ...values, now],
       );
     } catch (err) {
       if (!isUniqueViolation(err)) throw err;
-      await this.opts.ds.query(
+      await queryRows(
+        this.opts.ds,
         `UPDATE stripe_accounts SET ${cols.map((c) => `${c} = ?`).join(", ")}, updated_at = ? WHERE account_id = ? AND mode = ?`,
         [...values, now, account.accountId, account.mode],
       );
@@ -279,7 +283,7 @@ export class StripeProcessor implements Processor {
     return {
       processorCardId: ic.id,
       lastFour: ic.last4,
-      expiration: `${String(ic.exp_month).padStart(2, "0")}/${String(ic.exp_year % 100).padStart(2, "0")}`,
+      expiration: formatExpiration(ic.exp_month, ic.exp_year),
     };
   }
 

@@ -10,9 +10,12 @@ export interface ProcessorAccount {
 export interface MintedCard {
   processorCardId: string;
   lastFour: string;
-  /** MM/YY */
+  /** MM/YY (formatExpiration) */
   expiration: string;
 }
+
+/** A card's expiry as MintedCard has it: MM/YY. */
+export const formatExpiration = (month: number, year: number) => `${String(month).padStart(2, "0")}/${String(year % 100).padStart(2, "0")}`;
 
 /**
  * A card processor: holds on the saved payment method and virtual cards. Every mutating call takes
