@@ -371,12 +371,13 @@ async function runDatabase(kind: "sqlite" | "mysql", stamp: string, withMemory: 
     baseline = await startProcess("bench/baseline.ts", { DATABASE_URL: db.url }, /baseline listening on (\S+)/);
 
     const results: Result[] = [];
-    for (const c of cases(a, small, big)) {
+    const all = cases(a, small, big);
+    for (const c of all) {
       if (ONLY && !c.name.includes(ONLY) && !(c.baseline && c.baseline.includes(ONLY))) continue;
       const target = c.target === "server" ? server : baseline;
       results.push(await measure(kind, c, target.url, target.child.pid!));
     }
-    for (const c of cases(a, small, big)) {
+    for (const c of all) {
       const r = results.find((x) => x.name === c.name);
       const b = c.baseline && results.find((x) => x.name === c.baseline);
       if (r && b) r.ratio = Math.round((r.reqPerSec / b.reqPerSec) * 100) / 100;
@@ -392,7 +393,8 @@ async function runDatabase(kind: "sqlite" | "mysql", stamp: string, withMemory: 
         await load({ name: "memory", target: "server", key: a.key, path: () => paths[i++ % paths.length]! }, server.url, { amount: rest });
       }
       await new Promise((r) => setTimeout(r, 1000));
-      memory = { requests: requestsToServer, rssStartMb, rssEndMb: rssMb(pid), rssPeakMb: Math.max(peak, rssMb(pid)) };
+      const end = rssMb(pid);
+      memory = { requests: requestsToServer, rssStartMb, rssEndMb: end, rssPeakMb: Math.max(peak, end) };
       process.stdout.write(`[${kind}] RSS after ${memory.requests} requests: ${memory.rssEndMb} MB (peak ${memory.rssPeakMb} MB)\n`);
     }
     return { results, memory };

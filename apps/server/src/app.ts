@@ -1,5 +1,5 @@
 import "./http/types.js";
-import { createDataSource, createServices, migrate, randomToken, startCheckpointer } from "@cardctl/api";
+import { createDataSource, createServices, migrate, newId, startCheckpointer } from "@cardctl/api";
 import Fastify, { type FastifyServerOptions } from "fastify";
 import { bootstrap } from "./bootstrap.js";
 import type { Config } from "./config.js";
@@ -56,7 +56,7 @@ export async function buildApp(config: Config, opts: AppOptions = {}) {
   const app = Fastify({
     logger,
     bodyLimit: BODY_LIMIT,
-    genReqId: () => `req_${randomToken(24)}`,
+    genReqId: () => newId("req"),
     requestIdHeader: false,
     frameworkErrors,
   });

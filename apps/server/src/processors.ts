@@ -11,7 +11,7 @@ import type { Config } from "./config.js";
 export function createProcessors(
   config: Config,
   ds: DataSource,
-): { resolve: ProcessorResolver; simulated: SimulatedProcessor; stripe: Partial<Record<Mode, StripeProcessor>> } {
+): { resolve: ProcessorResolver; simulated: SimulatedProcessor } {
   const simulated = new SimulatedProcessor(ds);
   const notConfigured = (mode: Mode) =>
     new AppError(503, "processor_not_configured", `No card processor is configured for ${mode} mode. Set PROCESSOR=stripe and STRIPE_${mode.toUpperCase()}_SECRET_KEY.`);
@@ -26,9 +26,9 @@ export function createProcessors(
   }
   const resolve = (mode: Mode): Processor => {
     if (config.processor === "simulated" && mode === "test") return simulated;
-    const processor = config.processor === "stripe" ? stripe[mode] : undefined;
+    const processor = stripe[mode]; // filled only when PROCESSOR=stripe
     if (processor) return processor;
     throw notConfigured(mode);
   };
-  return { resolve, simulated, stripe };
+  return { resolve, simulated };
 }

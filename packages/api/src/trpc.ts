@@ -70,9 +70,6 @@ const t = initTRPC
   });
 
 export const router = t.router;
-export const createCallerFactory = t.createCallerFactory;
-
-export const publicProcedure = t.procedure;
 
 /** Any valid API key. */
 export const apiProcedure = t.procedure.use(({ ctx, next }) => {

@@ -6,6 +6,9 @@ import { createOpenApiNodeHttpHandler } from "trpc-to-openapi";
 
 const METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"] as const;
 
+/** Methods whose request carries a JSON body to the adapters (a bodyless POST gets `{}`). */
+const hasJsonBody = (method: string) => method !== "GET" && method !== "HEAD" && method !== "DELETE";
+
 /**
  * The Fastify request as a fetch Request. Bodies were already parsed (and limited) by Fastify; a
  * bodyless POST becomes `{}` so both adapters see JSON.
@@ -16,7 +19,7 @@ function toFetchRequest(req: FastifyRequest): Request {
     if (value === undefined || name === "content-length" || name === "transfer-encoding") continue;
     headers.set(name, Array.isArray(value) ? value.join(", ") : value);
   }
-  const hasBody = req.method !== "GET" && req.method !== "HEAD" && req.method !== "DELETE";
+  const hasBody = hasJsonBody(req.method);
   if (hasBody) headers.set("content-type", "application/json");
   return new Request(`http://${req.hostname}${req.url}`, {
     method: req.method,
@@ -51,7 +54,7 @@ function openApiHandler(prefix: string, router: AnyRouter, createContext: Contex
     responseMeta: responseMeta as never,
   });
   return (fastifyReq: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> => {
-    const hasBody = fastifyReq.method !== "GET" && fastifyReq.method !== "HEAD" && fastifyReq.method !== "DELETE";
+    const hasBody = hasJsonBody(fastifyReq.method);
     const contentType = hasBody ? "application/json" : fastifyReq.headers["content-type"];
     const req = {
       __proto__: Request.prototype,
