@@ -199,10 +199,9 @@ export class HttpClient {
       }
       if (res.ok) return body as T;
 
-      const code = (body as { error?: { code?: unknown } } | undefined)?.error?.code;
       const waitMs = res.status === 429 ? serverWaitMs(res.headers) : undefined;
       const error = errorFromResponse(res.status, body, res.headers, { retryAfterMs: waitMs });
-      if (!canRetry || !isRetryableStatus(res.status, typeof code === "string" ? code : undefined)) throw error;
+      if (!canRetry || !isRetryableStatus(res.status, error.code)) throw error;
       let delay = backoffMs(attempt);
       if (res.status === 429 && waitMs !== undefined) {
         if (waitMs > this.maxRetryWaitMs) throw error;
