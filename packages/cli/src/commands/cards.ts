@@ -1,3 +1,4 @@
+import type { ApprovalDecision, CardDetail } from "@cardctl/sdk";
 import type { Command } from "commander";
 import { ctxOf, type Ctx } from "../context.js";
 import { UsageError } from "../errors.js";
@@ -118,10 +119,7 @@ export function registerCards(program: Command): void {
       const client = ctx.client();
       let page: { data: any[]; has_more: boolean };
       if (o.all) {
-        const data: any[] = [];
-        await out.spin("Fetching cards", async () => {
-          for await (const c of client.cards.list(params as any) as AsyncIterable<any>) data.push(c);
-        });
+        const data = await out.spin("Fetching cards", () => client.cards.list(params as any).toArray(Infinity));
         page = { data, has_more: false };
       } else {
         page = (await out.spin("Fetching cards", async () => await client.cards.list(params as any))) as any;
@@ -185,7 +183,7 @@ export async function waitForDecision(ctx: Ctx, approvalId: string, timeoutMs: n
   const onSig = () => controller.abort();
   process.once("SIGINT", onSig);
   try {
-    const res: any = await ctx.out.spin(`Waiting for a human to approve ${approvalId} (Ctrl-C to stop waiting)`, () =>
+    const res = await ctx.out.spin(`Waiting for a human to approve ${approvalId} (Ctrl-C to stop waiting)`, () =>
       client.approvals.waitForDecision(approvalId, { timeoutMs, signal: controller.signal }),
     );
     return decisionToCard(res, approvalId);
@@ -195,17 +193,9 @@ export async function waitForDecision(ctx: Ctx, approvalId: string, timeoutMs: n
 }
 
 /** The SDK's decision → the card, or an error naming the outcome. */
-function decisionToCard(res: any, approvalId: string): any {
-  if (res && typeof res === "object") {
-    if (typeof res.last_four === "string") return res;
-    if (res.card && typeof res.card === "object") return res.card;
-    const status = res.status ?? res.approval?.status;
-    if (status && status !== "APPROVED") {
-      const reason = res.reason ?? res.approval?.reason;
-      throw new DecisionError(status, approvalId, reason);
-    }
-  }
-  return res;
+function decisionToCard(res: ApprovalDecision, approvalId: string): CardDetail {
+  if (res.status === "APPROVED") return res.card;
+  throw new DecisionError(res.status, approvalId, res.approval.reason);
 }
 
 export class DecisionError extends Error {

@@ -15,12 +15,7 @@ interface Approval {
 }
 
 async function fetchPending(ctx: Ctx): Promise<Approval[]> {
-  const list: Approval[] = [];
-  for await (const a of ctx.client().approvals.list({ status: "PENDING", limit: 100 } as any) as AsyncIterable<any>) {
-    list.push(a as Approval);
-    if (list.length >= 500) break;
-  }
-  return list;
+  return (await ctx.client().approvals.list({ status: "PENDING", limit: 100 } as any).toArray(500)) as Approval[];
 }
 
 function errText(err: unknown): string {
