@@ -5,8 +5,10 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 
 export const BODY_LIMIT = 100 * 1024;
 
+/** Answers with the error envelope; handed to the onSend hook too, which then need not parse it back. */
 export function sendError(req: FastifyRequest, reply: FastifyReply, err: AppError) {
-  return reply.code(err.status).type("application/json").send(errorEnvelope(req.id, err.code, err.message, err.details));
+  req.errorEnvelope = errorEnvelope(req.id, err.code, err.message, err.details);
+  return reply.code(err.status).type("application/json").send(req.errorEnvelope);
 }
 
 /** Fastify's failures that have a tRPC twin: the API error comes from the one mapping, toAppError. */
