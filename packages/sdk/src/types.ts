@@ -7,9 +7,6 @@
 import type { z } from "zod";
 import type * as s from "@cardctl/contract";
 
-/** Strips `undefined` from the property types of an object type (for path-parameter omission). */
-type Without<T, K extends PropertyKey> = Omit<T, K>;
-
 // ---- requests (z.input: what the caller may send; defaults are optional) ----
 
 /** Body of `POST /v1/cards`. */
@@ -19,7 +16,7 @@ export type CardListParams = z.input<typeof s.listCardsInput>;
 /** Input of `GET /v1/cards/{id}` (the id travels in the path, `nonce` in the query). */
 export type CardRetrieveInput = z.input<typeof s.getCardInput>;
 /** Query of `GET /v1/cards/{id}`. */
-export type CardRetrieveParams = Without<CardRetrieveInput, "id">;
+export type CardRetrieveParams = Omit<CardRetrieveInput, "id">;
 /** Input of `POST /v1/cards/{id}/close`. */
 export type CardCloseInput = z.input<typeof s.cardIdInput>;
 /** Body of `PUT /v1/policies/default` (both members optional). */
@@ -31,11 +28,11 @@ export type ApprovalApproveInput = z.input<typeof s.approvalIdInput>;
 /** Input of `POST /v1/approvals/{id}/reject`. */
 export type ApprovalRejectInput = z.input<typeof s.rejectInput>;
 /** Body of `POST /v1/approvals/{id}/reject`. */
-export type ApprovalRejectParams = Without<ApprovalRejectInput, "id">;
+export type ApprovalRejectParams = Omit<ApprovalRejectInput, "id">;
 /** Input of `POST /v1/test_helpers/cards/{id}/purchase`. */
 export type PurchaseInput = z.input<typeof s.purchaseInput>;
 /** Body of `POST /v1/test_helpers/cards/{id}/purchase`. */
-export type PurchaseParams = Without<PurchaseInput, "id">;
+export type PurchaseParams = Omit<PurchaseInput, "id">;
 
 // ---- responses (z.output: what the server returns) ----
 
