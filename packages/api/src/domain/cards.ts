@@ -1,7 +1,7 @@
 import { In, IsNull, Not } from "typeorm";
 import { affected } from "../db/datasource.js";
 import { CardEntity, type Account, type Approval, type Card, type Mode } from "../db/entities.js";
-import type { AccountService } from "./accounts.js";
+import { missingSetup, type AccountService } from "./accounts.js";
 import type { ApprovalService } from "./approvals.js";
 import type { Deps, Principal } from "./deps.js";
 import { AppError, notFound } from "./errors.js";
@@ -288,9 +288,22 @@ export class CardService {
     return n;
   }
 
-  async balance(p: Principal): Promise<{ held_cents: number; open_cards: number }> {
-    // One fixed SQL string (TypeORM's query builder would rebuild it on every call).
-    const [row] = (await queryRows(this.deps.ds, BALANCE_SQL, [p.accountId, p.mode, p.accountId, p.mode])) as { held: string | number; open: string | number }[];
-    return { held_cents: Number(row?.held ?? 0), open_cards: Number(row?.open ?? 0) };
+  /** The spend summary (GET /v1/balance): money held, open cards, pending approvals, the policy's limits. */
+  async balance(p: Principal) {
+    // One fixed SQL string for the money (TypeORM's query builder would rebuild it on every call).
+    const [[row], pending, policy, account] = await Promise.all([
+      queryRows(this.deps.ds, BALANCE_SQL, [p.accountId, p.mode, p.accountId, p.mode]) as Promise<{ held: string | number; open: string | number }[]>,
+      this.approvals.countPending(p),
+      this.policies.read(p),
+      this.accounts.get(p.accountId),
+    ]);
+    return {
+      held_cents: Number(row?.held ?? 0),
+      open_cards: Number(row?.open ?? 0),
+      pending_approvals: pending,
+      max_per_card_cents: policy.max_amount_cents,
+      approval_required: policy.approval_required,
+      setup_complete: missingSetup(account).length === 0,
+    };
   }
 }

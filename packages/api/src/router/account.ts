@@ -1,4 +1,3 @@
-import { missingSetup } from "../domain/accounts.js";
 import { approvalView, cardCreatedView } from "../domain/views.js";
 import * as s from "@cardctl/contract";
 import { apiProcedure, fullAccessProcedure, router } from "../trpc.js";
@@ -8,22 +7,7 @@ export const balanceRouter = router({
     .meta({ openapi: { method: "GET", path: "/balance", tags: ["balance"], summary: "Spend summary" } })
     .input(s.noInput)
     .output(s.balance)
-    .query(async ({ ctx }) => {
-      const { cards, approvals, policies, accounts } = ctx.services;
-      const [money, pending, policy, account] = await Promise.all([
-        cards.balance(ctx.principal),
-        approvals.countPending(ctx.principal),
-        policies.read(ctx.principal),
-        accounts.get(ctx.principal.accountId),
-      ]);
-      return {
-        ...money,
-        pending_approvals: pending,
-        max_per_card_cents: policy.max_amount_cents,
-        approval_required: policy.approval_required,
-        setup_complete: missingSetup(account).length === 0,
-      };
-    }),
+    .query(({ ctx }) => ctx.services.cards.balance(ctx.principal)),
 });
 
 export const policiesRouter = router({
