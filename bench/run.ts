@@ -17,6 +17,10 @@
  * Knobs (env): BENCH_DURATION (s, default 10), BENCH_CONNECTIONS (10), BENCH_DB (sqlite,mysql),
  * BENCH_ONLY (substring filter on case names), BENCH_MEMORY_REQUESTS (200000; 0 skips),
  * BENCH_CPU_PROF=<dir> (server runs with --cpu-prof into <dir>), BENCH_NO_WRITE=1 (no json/md).
+ *
+ * `npm run bench:layers` (BENCH_LAYERS=1) measures instead where GET /v1/balance's time goes: the
+ * server is bench/layers-server.ts (the same app plus routes that stop at shallower layers), the
+ * cases run interleaved in BENCH_ROUNDS rounds (3) and the medians are printed; nothing is written.
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -34,6 +38,8 @@ const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 10);
 const ONLY = process.env.BENCH_ONLY;
 const MEMORY_REQUESTS = Number(process.env.BENCH_MEMORY_REQUESTS ?? 200_000);
 const CPU_PROF = process.env.BENCH_CPU_PROF;
+const LAYERS = process.env.BENCH_LAYERS === "1";
+const ROUNDS = LAYERS ? Number(process.env.BENCH_ROUNDS ?? 3) : 1;
 const ADMIN_TOKEN = `adm_bench_${randomBytes(16).toString("hex")}`;
 const MYSQL_ROOT = "mysql://root@127.0.0.1:3306/";
 
@@ -325,6 +331,27 @@ function cases(a: Seeded, small: Seeded, big: Seeded): Case[] {
   ];
 }
 
+/** GET /v1/balance at each depth of the stack (bench/layers-server.ts), beside its baseline. */
+function layerCases(a: Seeded): Case[] {
+  const layer = (name: string, path: string): Case => ({ name, target: "server", baseline: "baseline balance", key: a.key, path });
+  return [
+    { name: "baseline balance", target: "baseline", key: a.key, path: "/v1/balance" },
+    layer("pipeline, constant body", "/v1/_layers/pipeline"),
+    layer("+ domain (balance reads)", "/v1/_layers/domain/balance"),
+    layer("+ tRPC procedure (caller)", "/v1/_layers/trpc/balance"),
+    layer("+ trpc-to-openapi: GET /v1/balance", "/v1/balance"),
+  ];
+}
+
+/** The median of each case's rounds (by CPU per request; req/s, p50 and p99 from that round). */
+function medians(rounds: Result[]): Result[] {
+  const names = [...new Set(rounds.map((r) => r.name))];
+  return names.map((name) => {
+    const runs = rounds.filter((r) => r.name === name).sort((x, y) => x.cpuUsPerReq - y.cpuUsPerReq);
+    return runs[runs.length >> 1]!;
+  });
+}
+
 // ---------------------------------------------------------------- one database
 
 interface DbRun {
@@ -342,7 +369,7 @@ async function runDatabase(kind: "sqlite" | "mysql", stamp: string, withMemory: 
   try {
     if (CPU_PROF) mkdirSync(CPU_PROF, { recursive: true });
     server = await startProcess(
-      "apps/server/src/main.ts",
+      LAYERS ? "bench/layers-server.ts" : "apps/server/src/main.ts",
       {
         DATABASE_URL: db.url,
         PORT: "0",
@@ -370,13 +397,15 @@ async function runDatabase(kind: "sqlite" | "mysql", stamp: string, withMemory: 
     process.stdout.write(`[${kind}] seeded 110,100 cards in ${((Date.now() - t0) / 1000).toFixed(1)} s\n`);
     baseline = await startProcess("bench/baseline.ts", { DATABASE_URL: db.url }, /baseline listening on (\S+)/);
 
-    const results: Result[] = [];
-    const all = cases(a, small, big);
-    for (const c of all) {
-      if (ONLY && !c.name.includes(ONLY) && !(c.baseline && c.baseline.includes(ONLY))) continue;
-      const target = c.target === "server" ? server : baseline;
-      results.push(await measure(kind, c, target.url, target.child.pid!));
-    }
+    const rounds: Result[] = [];
+    const all = LAYERS ? layerCases(a) : cases(a, small, big);
+    for (let round = 0; round < ROUNDS; round++)
+      for (const c of all) {
+        if (ONLY && !c.name.includes(ONLY) && !(c.baseline && c.baseline.includes(ONLY))) continue;
+        const target = c.target === "server" ? server : baseline;
+        rounds.push(await measure(kind, c, target.url, target.child.pid!));
+      }
+    const results = ROUNDS > 1 ? medians(rounds) : rounds;
     for (const c of all) {
       const r = results.find((x) => x.name === c.name);
       const b = c.baseline && results.find((x) => x.name === c.baseline);
@@ -384,7 +413,7 @@ async function runDatabase(kind: "sqlite" | "mysql", stamp: string, withMemory: 
     }
 
     let memory: DbRun["memory"];
-    if (withMemory && MEMORY_REQUESTS > 0) {
+    if (withMemory && MEMORY_REQUESTS > 0 && !LAYERS) {
       const rest = MEMORY_REQUESTS - requestsToServer;
       process.stdout.write(`[${kind}] memory: ${requestsToServer} requests so far; ${Math.max(0, rest)} more (balance, lists, get)…\n`);
       if (rest > 0) {
@@ -453,6 +482,18 @@ function targets(results: Result[], memory: DbRun["memory"]): string[] {
   return out;
 }
 
+/** Each layer's CPU per request, what it adds to the one above, and its req/s against the baseline. */
+function layersTable(results: Result[]): string {
+  const lines = ["| database | layer | CPU µs/req | added µs/req | req/s | vs baseline |", "|---|---|---:|---:|---:|---:|"];
+  let previous: number | undefined;
+  for (const r of results) {
+    const added = previous === undefined ? "" : String(r.cpuUsPerReq - previous);
+    previous = r.name.startsWith("baseline") ? undefined : r.cpuUsPerReq;
+    lines.push(`| ${r.db} | ${r.name} | ${r.cpuUsPerReq} | ${added} | ${r.reqPerSec} | ${r.ratio === undefined ? "" : `${Math.round(r.ratio * 100)}%`} |`);
+  }
+  return lines.join("\n");
+}
+
 const START = "<!-- bench:latest:start -->";
 const END = "<!-- bench:latest:end -->";
 
@@ -488,6 +529,11 @@ for (const [i, kind] of kinds.entries()) {
   const run = await runDatabase(kind, stamp, i === 0);
   all.push(...run.results);
   memory ??= run.memory;
+}
+
+if (LAYERS) {
+  process.stdout.write(`\n${layersTable(all)}\n`);
+  process.exit(0);
 }
 
 const md = table(all);

@@ -1,0 +1,38 @@
+/**
+ * The server of `npm run bench:layers`: the real app (buildApp: the same pipeline, database and
+ * services as apps/server/src/main.ts) plus diagnostic routes that answer GET /v1/balance's work
+ * at shallower depths, so one run shows where a read's time goes:
+ *
+ *   /v1/_layers/pipeline        Fastify and the pipeline's hooks (request id, auth, rate limit,
+ *                               idempotency, error shaping, logging); a constant body
+ *   /v1/_layers/domain/balance  the same, plus the domain call the procedure makes
+ *   /v1/_layers/trpc/balance    the same, through the tRPC procedure (middleware, input and
+ *                               output validation) by a server-side caller, without trpc-to-openapi
+ *   /v1/balance                 the real thing: the procedure through trpc-to-openapi
+ *
+ * All of them sit under /v1/, so every hook runs for them as for the real route.
+ */
+import { appRouter, type Context } from "@cardctl/api";
+import type { FastifyRequest } from "fastify";
+import { buildApp, loadConfig } from "../apps/server/src/app.js";
+
+const { app, services } = await buildApp(loadConfig());
+
+const context = (req: FastifyRequest): Context => ({ services, requestId: req.id, principal: req.principal ?? null, admin: false, response: {} });
+
+app.get("/v1/_layers/pipeline", async (_req, reply) => reply.type("application/json").send('{"ok":true}'));
+app.get("/v1/_layers/domain/balance", async (req, reply) =>
+  reply.type("application/json").send(JSON.stringify(await services.cards.balance(req.principal!))),
+);
+app.get("/v1/_layers/trpc/balance", async (req, reply) =>
+  reply.type("application/json").send(JSON.stringify(await appRouter.createCaller(context(req)).balance.retrieve({}))),
+);
+
+for (const signal of ["SIGINT", "SIGTERM"] as const)
+  process.once(signal, async () => {
+    await app.close();
+    process.exit(0);
+  });
+
+const url = await app.listen({ port: 0, host: "127.0.0.1" });
+process.stdout.write(`cardctl listening on ${url}\n`);
