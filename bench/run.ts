@@ -485,10 +485,10 @@ function targets(results: Result[], memory: DbRun["memory"]): string[] {
 /** Each layer's CPU per request, what it adds to the one above, and its req/s against the baseline. */
 function layersTable(results: Result[]): string {
   const lines = ["| database | layer | CPU µs/req | added µs/req | req/s | vs baseline |", "|---|---|---:|---:|---:|---:|"];
-  let previous: number | undefined;
+  let previous: Result | undefined;
   for (const r of results) {
-    const added = previous === undefined ? "" : String(r.cpuUsPerReq - previous);
-    previous = r.name.startsWith("baseline") ? undefined : r.cpuUsPerReq;
+    const added = previous && previous.db === r.db && !previous.name.startsWith("baseline") ? String(r.cpuUsPerReq - previous.cpuUsPerReq) : "";
+    previous = r;
     lines.push(`| ${r.db} | ${r.name} | ${r.cpuUsPerReq} | ${added} | ${r.reqPerSec} | ${r.ratio === undefined ? "" : `${Math.round(r.ratio * 100)}%`} |`);
   }
   return lines.join("\n");
