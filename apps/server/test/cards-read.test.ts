@@ -74,6 +74,14 @@ describe(`reading cards (${dbKind})`, () => {
       }
     });
 
+    it("query values as trpc-to-openapi reads them: an empty value is no filter, a repeated key is 400", async () => {
+      expect((await list(many.key, "?agent_id=&status=&limit=100")).body.data).toHaveLength(25);
+      for (const [query, path] of [["?limit=2&limit=3", "limit"], ["?agent_id=odd&agent_id=even", "agent_id"]]) {
+        const err = expectError(await list(many.key, query!), 400, "validation_error");
+        expect(err.details.issues.map((i: any) => i.path)).toEqual([path]);
+      }
+    });
+
     it("filters by agent_id and by status, combined with paging", async () => {
       const odd = await list(many.key, "?agent_id=odd&limit=100");
       expect(odd.body.data.map((c: any) => c.id)).toEqual(many.ids.filter((_, i) => i % 2).reverse());

@@ -127,6 +127,15 @@ describe(`errors and envelopes (${dbKind})`, () => {
       });
   });
 
+  it("HEAD is not an alias of GET on /v1 (reading a card makes an ephemeral key): 404", async () => {
+    // (/trpc keeps tRPC's own answer to HEAD, 204 without running a procedure.)
+    for (const path of ["/v1/balance", "/v1/cards", "/v1/cards/card_x", "/v1/policies/default"]) {
+      const res = await fetch(`${s.url}${path}`, { method: "HEAD", headers: { authorization: `Bearer ${s.apiKey}` } });
+      expect(res.status, path).toBe(404);
+      expect(res.headers.get("request-id"), path).toMatch(/^req_/);
+    }
+  });
+
   describe("failures of the router itself get the envelope and a Request-Id too", () => {
     it("malformed percent-encoding in the path → 400 bad_request, on /v1, /trpc and elsewhere", async () => {
       for (const [method, path] of [
