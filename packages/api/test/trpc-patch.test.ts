@@ -17,8 +17,8 @@ describe("@trpc/server's spread helper (patches/)", () => {
     const t = initTRPC.context<{ a: number }>().create();
     const echo = t.procedure
       .use(({ next }) => next({ ctx: { b: 2 } }))
-      .input((v) => v as Record<string, unknown>)
-      .input((v) => v as Record<string, unknown>)
+      .input((v: unknown) => v as { x?: number })
+      .input((v: unknown) => v as { x?: number })
       .query(({ ctx, input }) => ({ ctx, input }));
     const caller = t.createCallerFactory(t.router({ echo }))({ a: 1 });
 
