@@ -2,6 +2,7 @@ import mysql from "mysql2/promise";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { DataSource } from "typeorm";
 import { createDataSource } from "../src/db/datasource.js";
+import { runSql, type SqlResult } from "../src/db/fast.js";
 
 const ROOT = process.env.TEST_DATABASE_URL?.startsWith("mysql") ? process.env.TEST_DATABASE_URL.replace(/\/[^/]*$/, "/") : null;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -56,6 +57,14 @@ describe.runIf(ROOT)("InnoDB deadlocks (MariaDB)", () => {
   it("runs a single statement again when InnoDB aborts it as the deadlock victim", async () => {
     const outcome = await deadlockAgainst(() => ds.query("UPDATE t SET v = v + 10 WHERE id IN (1, 2)"));
     expect(outcome.status).toBe("fulfilled");
+    const rows = await ds.query("SELECT id, v FROM t ORDER BY id");
+    expect(rows.map((r: { v: number }) => Number(r.v))).toEqual([12, 11]);
+  });
+
+  it("runs a hot-path statement (runSql, straight on mysql2's pool) again too", async () => {
+    const outcome = await deadlockAgainst(() => runSql(ds, "UPDATE t SET v = v + 10 WHERE id IN (1, 2)", []));
+    expect(outcome.status).toBe("fulfilled");
+    expect((outcome as PromiseFulfilledResult<SqlResult>).value.affected).toBe(2);
     const rows = await ds.query("SELECT id, v FROM t ORDER BY id");
     expect(rows.map((r: { v: number }) => Number(r.v))).toEqual([12, 11]);
   });

@@ -39,7 +39,8 @@ export function createDataSource(url: string): DataSource {
       charset: "utf8mb4",
       supportBigNumbers: true,
       bigNumberStrings: false,
-      extra: { connectionLimit: 20 },
+      // trace: mysql2's promise API (TypeORM's runner) captured a stack trace on every query.
+      extra: { connectionLimit: 20, trace: false },
     }));
   }
   throw new Error(`Unsupported DATABASE_URL '${url}': use sqlite:<path>, sqlite::memory: or mysql://user:pass@host:port/db`);
@@ -59,19 +60,22 @@ function retryDeadlocks(ds: DataSource): DataSource {
   driver.createQueryRunner = (mode) => {
     const runner = create(mode);
     const query = runner.query.bind(runner) as (...args: unknown[]) => Promise<any>;
-    runner.query = (async (...args: unknown[]) => {
-      for (let attempt = 1; ; attempt++) {
-        try {
-          return await query(...args);
-        } catch (err) {
-          if (runner.isTransactionActive || attempt >= DEADLOCK_ATTEMPTS || !isDeadlock(err)) throw err;
-          await new Promise((resolve) => setTimeout(resolve, Math.random() * 5 * attempt));
-        }
-      }
-    }) as typeof runner.query;
+    runner.query = ((...args: unknown[]) => retryOnDeadlock(() => query(...args), () => runner.isTransactionActive)) as typeof runner.query;
     return runner;
   };
   return ds;
+}
+
+/** Runs a single statement again when InnoDB aborted it as a deadlock victim, unless inside a transaction. */
+export async function retryOnDeadlock<T>(run: () => Promise<T>, inTransaction: () => boolean = () => false): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await run();
+    } catch (err) {
+      if (inTransaction() || attempt >= DEADLOCK_ATTEMPTS || !isDeadlock(err)) throw err;
+      await new Promise((resolve) => setTimeout(resolve, Math.random() * 5 * attempt));
+    }
+  }
 }
 
 /** The driver's error code of a failed query (TypeORM wraps it in QueryFailedError). */

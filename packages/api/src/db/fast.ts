@@ -1,5 +1,6 @@
 import { FindOperator, type DataSource, type FindManyOptions, type FindOptionsWhere, type EntityMetadata, type EntitySchema, type ObjectLiteral, type Repository } from "typeorm";
 import type { ColumnMetadata } from "typeorm/metadata/ColumnMetadata.js";
+import { retryOnDeadlock } from "./datasource.js";
 
 /**
  * The hot path's repository: the same methods and results as TypeORM's Repository for the simple
@@ -44,11 +45,15 @@ type Statement = { reader: boolean; all(...p: unknown[]): Record<string, unknown
 const statements = new WeakMap<DataSource, Map<string, Statement>>();
 const STATEMENT_CACHE = 500;
 
+type MysqlPool = { execute(sql: string, params: unknown[], done: (err: Error | null, raw: any) => void): void };
+
 /**
- * One statement, outside any transaction. On SQLite it runs straight on better-sqlite3 with
- * prepared statements kept per SQL string: TypeORM's query runner wraps each call in a runner, a
- * logger call, query events and several awaits, which on a synchronous driver cost more than the
- * statement. Errors are the driver's own (isUniqueViolation reads either shape).
+ * One statement, outside any transaction, straight on the driver: TypeORM's query runner wraps
+ * each call in a runner, a logger call, query events and several awaits. On SQLite (a synchronous
+ * driver) that cost more than the statement, so it runs on better-sqlite3 with prepared statements
+ * kept per SQL string; on MySQL it goes to mysql2's pool (the data source's own), retried on an
+ * InnoDB deadlock as the runner's statements are. Errors are the driver's own (isUniqueViolation
+ * reads either shape).
  */
 export async function runSql(ds: DataSource, sql: string, params: unknown[]): Promise<SqlResult> {
   if (ds.options.type === "better-sqlite3") {
@@ -63,12 +68,11 @@ export async function runSql(ds: DataSource, sql: string, params: unknown[]): Pr
     const res = stmt.run(...params);
     return { records: [], affected: res.changes, raw: res.lastInsertRowid };
   }
-  const runner = ds.createQueryRunner();
-  try {
-    return await runner.query(sql, params, true);
-  } finally {
-    await runner.release();
-  }
+  const pool = (ds.driver as unknown as { pool: MysqlPool }).pool;
+  const raw = await retryOnDeadlock(
+    () => new Promise<any>((resolve, reject) => pool.execute(sql, params, (err, result) => (err ? reject(err) : resolve(result)))),
+  );
+  return Array.isArray(raw) ? { records: raw, raw } : { records: [], affected: raw.affectedRows, raw };
 }
 
 /** The rows of one statement (none for writes), through runSql. */
