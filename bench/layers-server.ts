@@ -7,8 +7,9 @@
  *                               idempotency, error shaping, logging); a constant body
  *   /v1/_layers/domain/balance  the same, plus the domain call the procedure makes
  *   /v1/_layers/trpc/balance    the same, through the tRPC procedure (middleware, input and
- *                               output validation) by a server-side caller, without trpc-to-openapi
- *   /v1/balance                 the real thing: the procedure through trpc-to-openapi
+ *                               output validation) by a server-side caller
+ *   /v1/balance                 the real thing: the REST route made from trpc-to-openapi's route
+ *                               table, calling the procedure
  *
  * All of them sit under /v1/, so every hook runs for them as for the real route.
  */

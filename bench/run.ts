@@ -339,7 +339,7 @@ function layerCases(a: Seeded): Case[] {
     layer("pipeline, constant body", "/v1/_layers/pipeline"),
     layer("+ domain (balance reads)", "/v1/_layers/domain/balance"),
     layer("+ tRPC procedure (caller)", "/v1/_layers/trpc/balance"),
-    layer("+ trpc-to-openapi: GET /v1/balance", "/v1/balance"),
+    layer("+ REST route: GET /v1/balance", "/v1/balance"),
   ];
 }
 
@@ -478,7 +478,8 @@ function targets(results: Result[], memory: DbRun["memory"]): string[] {
     const b = results.find((r) => r.db === db && r.name === "GET /v1/cards?limit=20 (100k)");
     if (s && b) out.push(`${db} list of 20 on 100k vs 100 cards: ${b.reqPerSec} vs ${s.reqPerSec} req/s (${Math.round((b.reqPerSec / s.reqPerSec) * 100)}%), ${ok(b.reqPerSec >= 0.9 * s.reqPerSec)}`);
   }
-  if (memory) out.push(`RSS after ${memory.requests} requests < 250 MB: ${memory.rssEndMb} MB (peak ${memory.rssPeakMb}), ${ok(memory.rssEndMb < 250)}`);
+  if (memory)
+    out.push(`RSS stays under 250 MB through ${memory.requests} requests: ${memory.rssEndMb} MB at the end, peak ${memory.rssPeakMb} MB, ${ok(memory.rssPeakMb < 250)}`);
   return out;
 }
 

@@ -46,7 +46,7 @@ export function frameworkErrors(err: FastifyError, req: FastifyRequest, reply: F
 
 /**
  * One error envelope for every failure, whichever layer produced it: Fastify, the tRPC adapter,
- * trpc-to-openapi (whose own body is `{message, code, issues}`), or a procedure.
+ * the REST routes, or a procedure.
  */
 export function registerErrorShaping(app: FastifyInstance) {
   // JSON is the only body type (anything else is refused by Fastify as 415); an empty body
@@ -63,7 +63,7 @@ export function registerErrorShaping(app: FastifyInstance) {
   });
 
   // A bodyless POST needs no Content-Type, and an empty body has no media type to refuse (e.g.
-  // `curl -d ''` sends application/x-www-form-urlencoded); trpc-to-openapi would answer 415.
+  // `curl -d ''` sends application/x-www-form-urlencoded), which Fastify would answer with 415.
   app.addHook("onRequest", async (req) => {
     if (req.method === "POST" || req.method === "PUT") {
       const length = req.headers["content-length"];
@@ -84,7 +84,7 @@ export function registerErrorShaping(app: FastifyInstance) {
 }
 
 /**
- * REST bodies are JSON objects. trpc-to-openapi spreads the body into the input, so an array or
+ * REST bodies are JSON objects. The REST routes spread the body into the input, so an array or
  * `null` would pass as "no fields" (PUT /v1/policies/default with `[]` answered 200). Runs after
  * authentication, for authenticated REST calls only (webhooks parse their own raw bodies).
  */
@@ -109,6 +109,10 @@ export function registerNotFound(app: FastifyInstance & { rateLimit?: () => any 
   );
 }
 
+/**
+ * An error body sent without its envelope handed over (the tRPC adapter's, when it failed before
+ * a context existed), under this request's id; anything unrecognisable is an internal error.
+ */
 function normalize(req: FastifyRequest, payload: string): ErrorEnvelope {
   let body: any;
   try {
@@ -118,7 +122,6 @@ function normalize(req: FastifyRequest, payload: string): ErrorEnvelope {
   }
   if (body?.error && typeof body.error.code === "string" && typeof body.error.message === "string")
     return errorEnvelope(req.id, body.error.code, body.error.message, body.error.details);
-  // trpc-to-openapi's own body: its `code` is a tRPC code.
-  const app = typeof body?.code === "string" ? toAppError(new TRPCError({ code: body.code, message: body.message })) : internalError();
+  const app = internalError();
   return errorEnvelope(req.id, app.code, app.message, app.details);
 }
