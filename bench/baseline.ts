@@ -33,11 +33,12 @@ async function open(): Promise<Db> {
       run: async (sql, params) => void stmt(sql).run(...params),
     };
   }
+  // As the server's statements run (packages/api/src/db/fast.ts runSql): prepared, on the pool.
   const mysql = await import("mysql2/promise");
-  const pool = mysql.createPool({ uri: url, connectionLimit: 20, supportBigNumbers: true, bigNumberStrings: false, timezone: "Z" });
+  const pool = mysql.createPool({ uri: url, connectionLimit: 20, supportBigNumbers: true, bigNumberStrings: false, timezone: "Z", trace: false });
   return {
-    all: async (sql, params) => (await pool.query(sql, params))[0] as Row[],
-    run: async (sql, params) => void (await pool.query(sql, params)),
+    all: async (sql, params) => (await pool.execute(sql, params))[0] as Row[],
+    run: async (sql, params) => void (await pool.execute(sql, params)),
   };
 }
 
