@@ -6,6 +6,7 @@ import {
   coerceSchema,
   forEachOpenApiProcedure,
   getInputOutputParsers,
+  getQuery,
   instanceofZodTypeLikeVoid,
   instanceofZodTypeObject,
   normalizePath,
@@ -15,14 +16,11 @@ import {
 export type ContextFactory = (req: FastifyRequest) => Context;
 
 /**
- * Query values as trpc-to-openapi reads them: a repeated key stays an array, an empty value is
- * left out (so `?agent_id=` is no filter).
+ * Query values read by trpc-to-openapi's own getQuery, from the query Fastify parsed (it reads the
+ * URL only when there is none): a repeated key stays an array, an empty value is left out (so
+ * `?agent_id=` is no filter).
  */
-function queryInput(query: Record<string, unknown>): Record<string, unknown> {
-  const input: Record<string, unknown> = {};
-  for (const key of Object.keys(query)) if (query[key]) input[key] = query[key];
-  return input;
-}
+const queryInput = (req: FastifyRequest) => getQuery(req as never, undefined as never);
 
 /**
  * The REST surface of a router: each procedure with OpenAPI meta (trpc-to-openapi's route table)
@@ -49,7 +47,7 @@ export function registerRest(app: FastifyInstance, prefix: string, router: AnyRo
       handler: async (req, reply) => {
         const ctx = createContext(req);
         const input = takesInput
-          ? { ...(withBody ? (req.body as object | undefined) : queryInput(req.query as Record<string, unknown>)), ...(req.params as object) }
+          ? { ...(withBody ? (req.body as object | undefined) : queryInput(req)), ...(req.params as object) }
           : undefined;
         reply.type("application/json");
         try {
