@@ -65,6 +65,8 @@ const listView = (c: Row) => ({
   agent_id: c.agent_id,
   purpose: c.purpose,
   created_at: iso(c.created_at),
+  expires_at: iso(c.expires_at),
+  spent_cents: c.spent_cents,
 });
 
 const app = Fastify({ logger: false });
@@ -76,8 +78,9 @@ app.get("/v1/balance", async (req, reply) => {
     db.all(
       `SELECT
          (SELECT COALESCE(SUM(amount_cents), 0) FROM cards WHERE account_id = ? AND mode = ? AND hold_status = 'OPEN') AS held,
-         (SELECT COUNT(1) FROM cards WHERE account_id = ? AND mode = ? AND status = 'OPEN') AS open`,
-      [p.accountId, p.mode, p.accountId, p.mode],
+         (SELECT COUNT(1) FROM cards WHERE account_id = ? AND mode = ? AND status = 'OPEN') AS open,
+         (SELECT COALESCE(SUM(amount_cents), 0) FROM payments WHERE account_id = ? AND mode = ? AND status = 'uncollected') AS uncollected`,
+      [p.accountId, p.mode, p.accountId, p.mode, p.accountId, p.mode],
     ),
     db.all(`SELECT COUNT(1) AS n FROM approvals ${url.startsWith("sqlite:") ? "INDEXED BY ix_approvals_list" : "FORCE INDEX (ix_approvals_list)"} WHERE account_id = ? AND mode = ? AND status = 'PENDING' AND expires_at > ?`, [
       p.accountId,
@@ -94,6 +97,7 @@ app.get("/v1/balance", async (req, reply) => {
     max_per_card_cents: policy!.max_amount_cents,
     approval_required: !!policy!.approval_required,
     setup_complete: !!account!.kyb_verified && !!account!.payment_method,
+    uncollected_cents: Number(money!.uncollected),
   };
 });
 

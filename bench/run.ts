@@ -11,7 +11,9 @@
  *  3. starts bench/baseline.ts (its own process) on the same database;
  *  4. drives autocannon from this process (separate from both servers) for each case, with a
  *     short unrecorded warm-up, and prints req/s, p50, p99 and the ratio to the baseline;
- *  5. on the first database, tops the server up to 200,000 requests and reads its VmRSS.
+ *  5. measures Stripe's real-time authorization webhook (signed issuing_authorization.request
+ *     events on the seeded OPEN cards) while POST /v1/cards runs at full speed beside it;
+ *  6. on the first database, tops the server up to 200,000 requests and reads its VmRSS.
  * Results go to bench/results/<timestamp>.json and the summary table of BENCHMARKS.md.
  *
  * Knobs (env): BENCH_DURATION (s, default 10), BENCH_CONNECTIONS (10), BENCH_DB (sqlite,mysql),
@@ -30,6 +32,7 @@ import { cpus, tmpdir, totalmem } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import autocannon from "autocannon";
+import Stripe from "stripe";
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const DURATION = Number(process.env.BENCH_DURATION ?? 10);
@@ -42,6 +45,8 @@ const LAYERS = process.env.BENCH_LAYERS === "1";
 const ROUNDS = LAYERS ? Number(process.env.BENCH_ROUNDS ?? 3) : 1;
 const ADMIN_TOKEN = `adm_bench_${randomBytes(16).toString("hex")}`;
 const MYSQL_ROOT = "mysql://root@127.0.0.1:3306/";
+const WEBHOOK_SECRET = `whsec_bench_${randomBytes(16).toString("hex")}`;
+const AUTHORIZATION_CASE = "issuing_authorization.request beside POST /v1/cards";
 
 // ---------------------------------------------------------------- processes
 
@@ -182,6 +187,8 @@ interface Seeded {
   key: string;
   accountId: string;
   cardIds: string[];
+  /** The processor card ids of OPEN cards: what Stripe's authorization events name. */
+  openProcessorCardIds: string[];
 }
 
 async function api(base: string, method: string, path: string, auth: string, body?: unknown) {
@@ -205,9 +212,10 @@ async function seedAccount(base: string, sql: Sql, name: string, cards: number):
   const key = await api(base, "POST", `/admin/v1/accounts/${account.id}/keys`, ADMIN_TOKEN, { mode: "test", role: "full" });
   const cols = [
     "id", "account_id", "mode", "status", "amount_cents", "remaining_cents", "spent_cents", "agent_id", "purpose", "last_four",
-    "expiration", "processor_card_id", "hold_id", "hold_status", "revoked_at", "created_at", "closed_at", "used_at",
+    "expiration", "processor_card_id", "hold_id", "hold_status", "revoked_at", "created_at", "closed_at", "used_at", "expires_at",
   ];
   const cardIds: string[] = [];
+  const openProcessorCardIds: string[] = [];
   const start = Date.now() - cards * 60_000;
   const BATCH = 500;
   for (let i = 0; i < cards; i += BATCH) {
@@ -220,18 +228,22 @@ async function seedAccount(base: string, sql: Sql, name: string, cards: number):
       const status = k % 50 === 0 ? "OPEN" : k % 3 === 0 ? "CLOSED" : "USED";
       const amount = 500 + (k % 40) * 100;
       const spent = status === "USED" ? amount - 100 : 0;
+      const processorCardId = `ic_${token(24)}`;
       rows.push(
         id, account.id, "test", status, amount, status === "OPEN" ? amount : 0, spent, `agent-${k % 7}`, `bench purchase ${k}`,
-        String(1000 + (k % 9000)), "11/29", `ic_${token(24)}`, `pi_sim_${token(24)}`,
+        String(1000 + (k % 9000)), "11/29", processorCardId, `pi_sim_${token(24)}`,
         status === "OPEN" ? "OPEN" : status === "USED" ? "CAPTURED" : "RELEASED",
         status === "OPEN" ? null : at + 1000, at, status === "CLOSED" ? at + 1000 : null, status === "USED" ? at + 500 : null,
+        // Open cards stay unexpired through the run (the maintenance pass would close them).
+        status === "OPEN" ? Date.now() + 86_400_000 : at + 86_400_000,
       );
       if (cardIds.length < 200 && (status === "OPEN" || k % 10 === 1)) cardIds.push(id);
+      if (status === "OPEN") openProcessorCardIds.push(processorCardId);
     }
     const tuple = `(${cols.map(() => "?").join(", ")})`;
     await sql.exec(`INSERT INTO cards (${cols.join(", ")}) VALUES ${Array(n).fill(tuple).join(", ")}`, rows);
   }
-  return { key: key.secret, accountId: account.id, cardIds };
+  return { key: key.secret, accountId: account.id, cardIds, openProcessorCardIds };
 }
 
 // ---------------------------------------------------------------- load
@@ -244,7 +256,9 @@ interface Case {
   key: string;
   method?: string;
   path: string | (() => string);
-  body?: string;
+  body?: string | (() => string);
+  /** Extra headers per request, given the body (a webhook's signature). */
+  headers?: (body: string) => Record<string, string>;
   idempotent?: boolean;
 }
 
@@ -275,16 +289,20 @@ async function load(c: Case, url: string, opts: { duration?: number; amount?: nu
     requests: [
       {
         method: (c.method ?? "GET") as any,
-        setupRequest: (req: any) => ({
-          ...req,
-          path: pathOf(),
-          headers: {
-            authorization: `Bearer ${c.key}`,
-            ...(c.body ? { "content-type": "application/json" } : {}),
-            ...(c.idempotent ? { "idempotency-key": `bench-${stamp}-${n++}` } : {}),
-          },
-          ...(c.body ? { body: c.body } : {}),
-        }),
+        setupRequest: (req: any) => {
+          const body = typeof c.body === "function" ? c.body() : c.body;
+          return {
+            ...req,
+            path: pathOf(),
+            headers: {
+              authorization: `Bearer ${c.key}`,
+              ...(body ? { "content-type": "application/json" } : {}),
+              ...(c.idempotent ? { "idempotency-key": `bench-${stamp}-${n++}` } : {}),
+              ...(body && c.headers ? c.headers(body) : {}),
+            },
+            ...(body ? { body } : {}),
+          };
+        },
       },
     ],
   });
@@ -375,6 +393,46 @@ function medians(rounds: Result[]): Result[] {
   });
 }
 
+/**
+ * Stripe's synchronous issuing_authorization.request webhook, signed as Stripe signs it, on the
+ * seeded OPEN cards in turn: the first on a card is approved (the card becomes USED), the rest
+ * declined; every decision reads the card and records the authorization.
+ */
+function authorizationCase(a: Seeded): Case {
+  let n = 0;
+  return {
+    name: AUTHORIZATION_CASE,
+    target: "server",
+    key: "none", // the webhook is authenticated by its signature
+    method: "POST",
+    path: "/v1/webhooks/stripe",
+    body: () => {
+      const card = a.openProcessorCardIds[n++ % a.openProcessorCardIds.length]!;
+      return JSON.stringify({
+        id: `evt_${token(24)}`,
+        object: "event",
+        api_version: Stripe.API_VERSION,
+        created: Math.floor(Date.now() / 1000),
+        livemode: false,
+        type: "issuing_authorization.request",
+        data: {
+          object: {
+            id: `iauth_${token(24)}`,
+            object: "issuing.authorization",
+            amount: 0,
+            approved: false,
+            status: "pending",
+            pending_request: { amount: 100 + (n % 400), currency: "usd" },
+            merchant_data: { name: "Bench shop", category: "book_stores", country: "US" },
+            card,
+          },
+        },
+      });
+    },
+    headers: (body) => ({ "stripe-signature": Stripe.webhooks.generateTestHeaderString({ payload: body, secret: WEBHOOK_SECRET }) }),
+  };
+}
+
 // ---------------------------------------------------------------- one database
 
 interface DbRun {
@@ -401,6 +459,7 @@ async function runDatabase(kind: "sqlite" | "mysql", stamp: string, withMemory: 
         LOG_LEVEL: "warn",
         RATE_LIMIT_PER_HOUR: "1000000000",
         MAINTENANCE_INTERVAL_MS: "0",
+        STRIPE_WEBHOOK_SECRET: WEBHOOK_SECRET,
       },
       /cardctl listening on (\S+)/,
       CPU_PROF ? ["--cpu-prof", `--cpu-prof-dir=${resolve(CPU_PROF)}`] : [],
@@ -433,6 +492,15 @@ async function runDatabase(kind: "sqlite" | "mysql", stamp: string, withMemory: 
         const target = c.target === "server" ? server : baseline;
         rounds.push(await measure(kind, c, target.url, target.child.pid!));
       }
+    if (!LAYERS && (!ONLY || AUTHORIZATION_CASE.includes(ONLY))) {
+      // Real-time authorization decisions while cards are created at full speed beside them.
+      const [creates] = all.filter((c) => c.name === "POST /v1/cards");
+      const [decided] = await Promise.all([
+        measure(kind, authorizationCase(a), server.url, server.child.pid!),
+        load(creates!, server.url, { duration: WARMUP + DURATION }),
+      ]);
+      rounds.push(decided);
+    }
     const results = ROUNDS > 1 ? medians(rounds) : rounds;
     for (const c of all) {
       const r = results.find((x) => x.name === c.name);
@@ -496,6 +564,7 @@ function targets(results: Result[], memory: DbRun["memory"]): string[] {
   const ok = (b: boolean) => (b ? "met" : "NOT met");
   for (const r of results) {
     if (r.name.startsWith("GET /v1/") && r.ratio !== undefined) out.push(`${r.db} ${r.name} ≥ 60% of baseline: ${Math.round(r.ratio * 100)}%, ${ok(r.ratio >= 0.6)}`);
+    if (r.name === AUTHORIZATION_CASE) out.push(`${r.db} ${r.name}: p99 < 100 ms: p99 ${r.p99} ms, ${ok(r.p99 < 100 && !r.non2xx && !r.errors)}`);
     if (r.name === "POST /v1/cards") {
       const floor = r.db === "sqlite" ? 1500 : 600;
       out.push(`${r.db} POST /v1/cards ≥ ${floor}/s, p99 < 25 ms: ${r.reqPerSec}/s p99 ${r.p99} ms, ${ok(r.reqPerSec >= floor && r.p99 < 25 && !r.non2xx)}`);

@@ -5,11 +5,12 @@ import { bootstrap } from "./bootstrap.js";
 import type { Config } from "./config.js";
 import { registerAuth, registerAuthRejection } from "./http/auth.js";
 import { registerDocs } from "./http/docs.js";
-import { BODY_LIMIT, frameworkErrors, registerBodyShape, registerErrorShaping, registerNotFound } from "./http/errors.js";
+import { BODY_LIMIT, clientErrorHandler, frameworkErrors, registerBodyShape, registerErrorShaping, registerNotFound } from "./http/errors.js";
 import { registerIdempotency } from "./http/idempotency.js";
 import { registerRateLimit } from "./http/rate-limit.js";
 import { registerTransports } from "./http/transports.js";
 import { registerStripeWebhooks } from "./http/webhooks.js";
+import { redactUrl } from "./http/secrets-in-urls.js";
 import { createProcessors } from "./processors.js";
 
 export interface AppOptions {
@@ -18,8 +19,6 @@ export interface AppOptions {
   /** Test hook between hold and mint. */
   afterHold?: (cardId: string) => Promise<void>;
 }
-
-const SENSITIVE_QUERY = /([?&](?:api_key|key|access_token|nonce)=)[^&]*/gi;
 
 /** Builds the whole server: database (migrated), processors, domain services and the HTTP pipeline. */
 export async function buildApp(config: Config, opts: AppOptions = {}) {
@@ -34,6 +33,7 @@ export async function buildApp(config: Config, opts: AppOptions = {}) {
     config: {
       publicUrl: config.publicUrl,
       approvalTtlMs: config.approvalTtlSeconds * 1000,
+      cardTtlMs: config.cardTtlSeconds * 1000,
       processorTimeoutMs: config.processorTimeoutMs,
       creationLeaseMs: config.creationLeaseMs,
     },
@@ -44,11 +44,11 @@ export async function buildApp(config: Config, opts: AppOptions = {}) {
   const logger: FastifyServerOptions["logger"] = {
     level: config.logLevel,
     ...(opts.logStream ? { stream: opts.logStream } : {}),
-    // Secrets never reach the logs: no headers are logged, and key-like query values are masked.
+    // Secrets never reach the logs: no headers are logged, and key-like parts of URLs are masked.
     serializers: {
       req: (req: { method: string; url: string; id: string }) => ({
         method: req.method,
-        url: req.url.replace(SENSITIVE_QUERY, "$1[redacted]"),
+        url: redactUrl(req.url),
         id: req.id,
       }),
     },
@@ -59,6 +59,12 @@ export async function buildApp(config: Config, opts: AppOptions = {}) {
     genReqId: () => newId("req"),
     requestIdHeader: false,
     frameworkErrors,
+    clientErrorHandler,
+    // A client that sends its headers and then stalls or trickles its body is answered 408 and
+    // disconnected once the whole request has taken longer than this; Node checks open
+    // connections every second (its default, 30 s, would double the wait).
+    requestTimeout: config.requestTimeoutMs,
+    http: { connectionsCheckingInterval: 1000, headersTimeout: Math.min(config.requestTimeoutMs, 60_000) },
   });
   app.addHook("onRequest", async (req, reply) => {
     reply.header("Request-Id", req.id);

@@ -19,6 +19,17 @@ async function claim(ds: DataSource, name: string, value: string): Promise<boole
 }
 
 /**
+ * The demo account's cardholder where Stripe serves test mode (Stripe issues cards to a cardholder;
+ * the simulated processor needs none). Test mode only, stored on the account like any operator's
+ * details: GET /admin/v1/accounts/:id shows it, and the operator replaces it at will.
+ */
+const DEMO_CARDHOLDER = {
+  type: "company",
+  name: "Cardctl Demo",
+  billing: { line1: "510 Townsend Street", city: "San Francisco", state: "CA", postal_code: "94103", country: "US" },
+} as const;
+
+/**
  * First start: an admin token (unless ADMIN_TOKEN is set) and a demo account whose setup is
  * complete in test mode, with one test API key. Only hashes are stored; secrets are returned once.
  */
@@ -36,6 +47,7 @@ export async function bootstrap(ds: DataSource, services: Services, adminToken: 
     const account = await services.accounts.create("Demo account");
     await services.accounts.setKyb(account.id, true);
     await services.accounts.setPaymentMethod(account.id, "pm_card_visa");
+    if (services.accounts.setupNeeds("test").cardholder) await services.accounts.setCardholder(account.id, DEMO_CARDHOLDER);
     const { secret } = await services.accounts.createKey(account.id, "test", "full", "demo");
     created.demoAccountId = account.id;
     created.demoApiKey = secret;

@@ -12,9 +12,13 @@ export interface Config {
   stripeApiBase: string | undefined;
   stripeWebhookSecret: string | undefined;
   approvalTtlSeconds: number;
+  /** Lifetime of a card from issue; at most 4 days, inside the shortest hold validity (DESIGN 3.6). */
+  cardTtlSeconds: number;
   rateLimitPerHour: number;
   publicUrl: string;
   processorTimeoutMs: number;
+  /** Longest a client may take to send a whole request (headers and body) before it gets 408. */
+  requestTimeoutMs: number;
   /**
    * How long a request owns a card it is minting (and its Idempotency-Key) before the recovery
    * pass or a retry may take over; must exceed a few processor timeouts.
@@ -25,11 +29,15 @@ export interface Config {
   logLevel: string;
 }
 
-function int(env: NodeJS.ProcessEnv, name: string, fallback: number, min = 0): number {
+/** Holds last about 7 days, 5 for some Visa merchant-initiated payments: cards close within 4. */
+const MAX_CARD_TTL_SECONDS = 4 * 24 * 3600;
+
+function int(env: NodeJS.ProcessEnv, name: string, fallback: number, min = 0, max = Number.MAX_SAFE_INTEGER): number {
   const raw = env[name];
   if (raw === undefined || raw === "") return fallback;
   const n = Number(raw);
-  if (!Number.isInteger(n) || n < min) throw new Error(`${name} must be an integer >= ${min}, got '${raw}'`);
+  if (!Number.isInteger(n) || n < min || n > max)
+    throw new Error(`${name} must be an integer from ${min}${max < Number.MAX_SAFE_INTEGER ? ` to ${max}` : " up"}, got '${raw}'`);
   return n;
 }
 
@@ -50,9 +58,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     stripeApiBase: env.STRIPE_API_BASE || undefined,
     stripeWebhookSecret: env.STRIPE_WEBHOOK_SECRET || undefined,
     approvalTtlSeconds: int(env, "APPROVAL_TTL_SECONDS", 86400, 1),
+    cardTtlSeconds: int(env, "CARD_TTL_SECONDS", 86400, 1, MAX_CARD_TTL_SECONDS),
     rateLimitPerHour: int(env, "RATE_LIMIT_PER_HOUR", 1000, 1),
     publicUrl: (env.PUBLIC_URL || `http://${host}:${port}`).replace(/\/$/, ""),
     processorTimeoutMs: int(env, "PROCESSOR_TIMEOUT_MS", 10000, 1),
+    requestTimeoutMs: int(env, "REQUEST_TIMEOUT_MS", 30000, 1000),
     creationLeaseMs: int(env, "CREATION_LEASE_MS", 60000, 1),
     maintenanceIntervalMs: int(env, "MAINTENANCE_INTERVAL_MS", 30000),
     logLevel: env.LOG_LEVEL || "info",

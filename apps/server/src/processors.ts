@@ -21,7 +21,7 @@ export function createProcessors(
     for (const mode of ["test", "live"] as const) {
       const secretKey = keys[mode];
       if (secretKey)
-        stripe[mode] = new StripeProcessor({ mode, secretKey, apiBase: config.stripeApiBase, timeoutMs: config.processorTimeoutMs, ds });
+        stripe[mode] = new StripeProcessor({ mode, secretKey, apiBase: config.stripeApiBase, timeoutMs: config.processorTimeoutMs, ds, publicUrl: config.publicUrl });
     }
   }
   const resolve = (mode: Mode): Processor => {

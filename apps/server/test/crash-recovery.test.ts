@@ -1,9 +1,6 @@
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { dbKind, freshDatabase, requestTo } from "./harness.js";
-import { spawnServer, type ServerProcess } from "./processes.js";
+import { dbKind, requestTo } from "./harness.js";
+import { processDatabase, spawnServer, type ServerProcess } from "./processes.js";
 
 /**
  * A server killed with SIGKILL between the hold and the mint: the restart's recovery pass finishes
@@ -15,15 +12,7 @@ describe(`crash between hold and mint (${dbKind})`, () => {
   const running: ServerProcess[] = [];
 
   beforeAll(async () => {
-    if (dbKind === "sqlite") {
-      const dir = mkdtempSync(join(tmpdir(), "cardctl-crash-"));
-      databaseUrl = `sqlite:${join(dir, "db.sqlite")}`;
-      cleanup = async () => rmSync(dir, { recursive: true, force: true });
-    } else {
-      const db = await freshDatabase();
-      databaseUrl = db.url;
-      cleanup = db.drop;
-    }
+    ({ url: databaseUrl, drop: cleanup } = await processDatabase());
   });
   afterAll(async () => {
     for (const p of running) await p.stop("SIGKILL");

@@ -16,6 +16,15 @@ export interface Reply<T = any> {
   body: T;
 }
 
+/** The cardholder details accounts get through newAccount when the server runs on Stripe. */
+export const TEST_CARDHOLDER = {
+  type: "company",
+  name: "Acme Robotics",
+  email: "ops@acme.example",
+  billing: { line1: "1 Main Street", city: "Springfield", state: "IL", postal_code: "62701", country: "US" },
+  tax_id: "12-3456789",
+};
+
 export interface RequestOptions {
   body?: unknown;
   /** Sent as is, instead of JSON.stringify(body). */
@@ -25,7 +34,7 @@ export interface RequestOptions {
   headers?: Record<string, string>;
 }
 
-export type ProbeStep = "hold" | "mint" | "revoke" | "capture" | "cancel" | "ephemeral_key";
+export type ProbeStep = "hold" | "mint" | "revoke" | "capture" | "cancel" | "ephemeral_key" | "charge" | "refund";
 /** A hold as the processor sees it; status is one of requires_capture, captured, canceled. */
 export interface ProbeHold {
   status: string;
@@ -58,7 +67,7 @@ export interface ProcessorProbe {
   /** How many holds the processor has made in all. */
   holdCount(): Promise<number>;
   /** Every following call of a step fails (an error, → 502) or hangs (never answers), until clear(). */
-  fail(step: ProbeStep, fault: "fail" | "hang"): void;
+  fail(step: ProbeStep, fault: "fail" | "hang" | "decline"): void;
   clear(): void;
 }
 
@@ -75,14 +84,15 @@ function simulatedProbe(app: App): ProcessorProbe {
     kind: "simulated",
     holdIdPattern: /^pi_sim_/,
     declined: { paymentMethod: "pm_card_decline", declineCode: "card_declined" },
-    holds: async (cardId) => (await q("SELECT status, amount_cents, captured_cents FROM sim_holds WHERE idempotency_key = ?", [`${cardId}:hold`])).map(hold),
+    holds: async (cardId) =>
+      (await q("SELECT status, amount_cents, captured_cents FROM sim_holds WHERE idempotency_key = ? OR idempotency_key LIKE ?", [`${cardId}:hold`, `${cardId}:hold:%`])).map(hold),
     hold: async (holdId) => (await q("SELECT status, amount_cents, captured_cents FROM sim_holds WHERE id = ?", [holdId])).map(hold)[0],
     cards: async (cardId) => (await q("SELECT status FROM sim_cards WHERE card_ref = ?", [cardId])).map((c) => c.status as string),
     card: async (id) => (await q("SELECT status FROM sim_cards WHERE id = ?", [id]))[0]?.status,
     holdCount: async () => Number((await q("SELECT COUNT(*) AS n FROM sim_holds"))[0].n),
     fail: (step, fault) => app.simulated.setFault(step, fault),
     clear: () => {
-      for (const step of ["hold", "mint", "revoke", "capture", "cancel", "ephemeral_key"] as const) app.simulated.setFault(step, null);
+      for (const step of ["hold", "mint", "revoke", "capture", "cancel", "ephemeral_key", "charge", "refund"] as const) app.simulated.setFault(step, null);
     },
   };
 }
@@ -95,6 +105,9 @@ const STRIPE_ROUTES: Record<ProbeStep, string> = {
   capture: "payment_intents.capture",
   cancel: "payment_intents.cancel",
   ephemeral_key: "ephemeral_keys.create",
+  // An off-session charge is a PaymentIntent too: a fault on it hits holds as well.
+  charge: "payment_intents.create",
+  refund: "refunds.create",
 };
 
 function stripeProbe(fake: FakeStripe): ProcessorProbe {
@@ -109,12 +122,15 @@ function stripeProbe(fake: FakeStripe): ProcessorProbe {
     holdIdPattern: /^pi_[A-Za-z0-9]+$/,
     // Stripe's test payment method for a generic decline.
     declined: { paymentMethod: "pm_card_visa_chargeDeclined", declineCode: "generic_decline" },
-    holds: async (cardId) => [hold(fake.createdBy(`${cardId}:hold`))].filter((h) => h !== undefined),
+    // Holds carry our card id in their metadata, whatever key made them.
+    holds: async (cardId) =>
+      [...fake.paymentIntents.values()].filter((pi) => pi.metadata?.card_id === cardId && pi.metadata?.purpose === "hold").map((pi) => hold(pi.id)!),
     hold: async (holdId) => hold(holdId),
     cards: async (cardId) => [...fake.cards.values()].filter((c) => c.metadata.card_id === cardId).map((c) => c.status),
     card: async (id) => fake.cards.get(id)?.status,
     holdCount: async () => fake.paymentIntents.size,
-    fail: (step, fault) => fake.fail(STRIPE_ROUTES[step], fault === "fail" ? faults.serverError() : faults.hang(), Number.POSITIVE_INFINITY),
+    fail: (step, fault) =>
+      fake.fail(STRIPE_ROUTES[step], fault === "fail" ? faults.serverError() : fault === "decline" ? faults.decline() : faults.hang(), Number.POSITIVE_INFINITY),
     clear: () => fake.clearFaults(),
   };
 }
@@ -193,12 +209,23 @@ export async function startServer(env: Record<string, string> = {}, opts: AppOpt
   const admin = <T = any>(method: string, path: string, body?: unknown) =>
     request<T>(method, `/admin/v1${path}`, { body, headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, key: null });
 
-  /** A new account through the operator API; setup complete unless told otherwise. */
-  async function newAccount(o: { kyb?: boolean; paymentMethod?: string | null; name?: string } = {}) {
+  const onStripe = config.processor === "stripe";
+
+  /**
+   * A new account through the operator API; setup complete unless told otherwise. On Stripe that
+   * includes the cardholder (TEST_CARDHOLDER unless `cardholder` says otherwise; null: none); on
+   * the simulated processor the cardholder is set only when `cardholder` is given.
+   */
+  async function newAccount(o: { kyb?: boolean; paymentMethod?: string | null; name?: string; cardholder?: object | null } = {}) {
     const account = (await admin("POST", "/accounts", { name: o.name ?? "Test account" })).body;
     if (o.kyb !== false) await admin("POST", `/accounts/${account.id}/kyb`, { verified: true });
     const pm = o.paymentMethod === undefined ? "pm_card_visa" : o.paymentMethod;
     if (pm) await admin("POST", `/accounts/${account.id}/payment_method`, { payment_method: pm });
+    const cardholder = o.cardholder === undefined ? (onStripe ? TEST_CARDHOLDER : null) : o.cardholder;
+    if (cardholder) {
+      const set = await admin("POST", `/accounts/${account.id}/cardholder`, cardholder);
+      if (set.status !== 200) throw new Error(`setting the cardholder failed: ${set.status} ${JSON.stringify(set.body)}`);
+    }
     const key = async (mode: "test" | "live" = "test", role: "full" | "agent" = "full") =>
       (await admin("POST", `/accounts/${account.id}/keys`, { mode, role })).body.secret as string;
     return { id: account.id as string, key };
@@ -218,6 +245,8 @@ export async function startServer(env: Record<string, string> = {}, opts: AppOpt
     processor: fake ? stripeProbe(fake) : simulatedProbe(app),
     /** The fake Stripe API when the suite runs on Stripe (TEST_PROCESSOR=stripe). */
     fake,
+    /** Whether this server issues on Stripe (its own PROCESSOR=stripe, or TEST_PROCESSOR=stripe). */
+    onStripe,
     async close() {
       await app.app.close();
       await fake?.close();

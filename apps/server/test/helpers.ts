@@ -22,13 +22,15 @@ export const CREATED_CARD_KEYS = [
   "remaining_cents",
   "agent_id",
   "created_at",
+  "expires_at",
+  "spent_cents",
 ];
 /** Spec 2.1 list item fields, plus remaining_cents (needed to observe USED, DESIGN 3.4). */
-export const LIST_CARD_KEYS = ["id", "status", "last_four", "expiration", "amount_cents", "remaining_cents", "agent_id", "purpose", "created_at"];
+export const LIST_CARD_KEYS = ["id", "status", "last_four", "expiration", "amount_cents", "remaining_cents", "agent_id", "purpose", "created_at", "expires_at", "spent_cents"];
 export const DETAIL_CARD_KEYS = [...LIST_CARD_KEYS, "closed_at", "processor_card_id", "ephemeral_key_secret"];
 /** Spec 2.2 plus reason and card_id (DESIGN 3.4). */
 export const APPROVAL_KEYS = ["id", "amount_cents", "agent_id", "purpose", "status", "reason", "card_id", "expires_at", "created_at"];
-export const BALANCE_KEYS = ["held_cents", "open_cards", "pending_approvals", "max_per_card_cents", "approval_required", "setup_complete"];
+export const BALANCE_KEYS = ["held_cents", "open_cards", "pending_approvals", "max_per_card_cents", "approval_required", "setup_complete", "uncollected_cents"];
 
 /** Asserts the create response (spec 2.1) of a fresh card. */
 export function expectCreatedCard(body: any, o: { amount: number; agent_id?: string | null }) {
@@ -41,6 +43,9 @@ export function expectCreatedCard(body: any, o: { amount: number; agent_id?: str
   expect(body.remaining_cents).toBe(o.amount);
   expect(body.agent_id).toBe(o.agent_id ?? null);
   expect(body.created_at).toMatch(ISO);
+  expect(body.expires_at).toMatch(ISO);
+  expect(Date.parse(body.expires_at)).toBeGreaterThan(Date.parse(body.created_at));
+  expect(body.spent_cents).toBe(0);
   // The expiration is in the future.
   const [mm, yy] = body.expiration.split("/").map(Number);
   expect(new Date(Date.UTC(2000 + yy, mm, 1)).getTime()).toBeGreaterThan(Date.now());

@@ -96,4 +96,86 @@ describe(`idempotency (${dbKind})`, () => {
     expect(fresh.headers.get("idempotent-replayed")).toBeNull();
     expect(fresh.body.id).not.toBe(first.body.id);
   });
+
+  it("compares meaning, not bytes: the same fields in another order replay", async () => {
+    const first = await create("order-1", { amount_cents: 650, agent_id: "ordered", purpose: "p" });
+    const again = await create("order-1", { purpose: "p", agent_id: "ordered", amount_cents: 650 });
+    expect(first.status).toBe(201);
+    expect(again.status).toBe(201);
+    expect(again.headers.get("idempotent-replayed")).toBe("true");
+    expect(again.body.id).toBe(first.body.id);
+    // Nested objects too.
+    const pending = (o: object) => create("order-2", { amount_cents: 120, ...o });
+    const p1 = await pending({ policy_override: { approval_required: true, max_amount_cents: 900 } });
+    const p2 = await pending({ policy_override: { max_amount_cents: 900, approval_required: true } });
+    expect(p2.headers.get("idempotent-replayed")).toBe("true");
+    expect(p2.body.approval_id).toBe(p1.body.approval_id);
+  });
+
+  it("a replayed stored error keeps the first request's request_id in its body; the header is the replay's own", async () => {
+    const acct = await s.newAccount({ kyb: false });
+    const key = await acct.key();
+    const first = await create("err-1", { amount_cents: 100 }, key);
+    expectError(first, 403, "setup_required");
+    const again = await create("err-1", { amount_cents: 100 }, key);
+    expect(again.status).toBe(403);
+    expect(again.body).toEqual(first.body);
+    expect(again.headers.get("idempotent-replayed")).toBe("true");
+    expect(again.body.error.request_id).toBe(first.body.error.request_id);
+    expect(again.headers.get("request-id")).not.toBe(first.headers.get("request-id"));
+  });
+
+  it("an approve retried with its key after only its answer was lost returns the card (201)", async () => {
+    const pending = await create("appr-src-1", { amount_cents: 450, policy_override: { approval_required: true } });
+    const approve = () => s.request("POST", `/v1/approvals/${pending.body.approval_id}/approve`, { headers: { "idempotency-key": "appr-1" } });
+    const first = await approve();
+    expect(first.status).toBe(201);
+    // The answer never reached the client and the key was not yet marked done (the server died there).
+    await s.query("UPDATE idempotency_keys SET status = 'RUNNING', response_status = NULL, response_body = NULL, locked_until = 0 WHERE idem_key = ?", ["appr-1"]);
+    const retry = await approve();
+    expect(retry.status).toBe(201);
+    expect(retry.body.id).toBe(first.body.id);
+    expect(retry.headers.get("idempotent-replayed")).toBeNull();
+    // Another key for the same approval is told it is no longer pending.
+    const other = await s.request("POST", `/v1/approvals/${pending.body.approval_id}/approve`, { headers: { "idempotency-key": "appr-2" } });
+    expectError(other, 409, "approval_not_pending");
+    expect(await countRows(s, "SELECT COUNT(*) AS n FROM cards WHERE approval_id = ?", [pending.body.approval_id])).toBe(1);
+  });
+
+  it("a request that failed on the server keeps its key for the same request: the retry takes over", async () => {
+    s.processor.fail("mint", "fail");
+    const failed = await create("fail-1", { amount_cents: 310 });
+    s.processor.clear();
+    expectError(failed, 502, "processor_error");
+    const retry = await create("fail-1", { amount_cents: 310 });
+    expect(retry.status).toBe(201);
+    expect(retry.headers.get("idempotent-replayed")).toBeNull();
+    // The key still belongs to that request: another body is refused.
+    expectError(await create("fail-1", { amount_cents: 999 }), 422, "idempotency_key_reused");
+  });
+
+  /** The answer never reached the client and the key was not yet marked done (the server died there). */
+  const loseAnswer = (key: string) =>
+    s.query("UPDATE idempotency_keys SET status = 'RUNNING', response_status = NULL, response_body = NULL, locked_until = 0 WHERE idem_key = ?", [key]);
+
+  it("a reject or a purchase retried with its key after its answer was lost is answered as the first", async () => {
+    const pending = await create("rej-src-1", { amount_cents: 460, policy_override: { approval_required: true } });
+    const reject = (key: string) => s.request("POST", `/v1/approvals/${pending.body.approval_id}/reject`, { body: { reason: "no" }, headers: { "idempotency-key": key } });
+    expect((await reject("rej-1")).status).toBe(200);
+    await loseAnswer("rej-1");
+    const retried = await reject("rej-1");
+    expect(retried.status).toBe(200);
+    expect(retried.body).toEqual({ ok: true, status: "REJECTED" });
+    expectError(await reject("rej-2"), 409, "approval_not_pending");
+
+    const card = await create("buy-src-1", { amount_cents: 800 });
+    const buy = (key: string) => s.request("POST", `/v1/test_helpers/cards/${card.body.id}/purchase`, { body: { amount_cents: 300 }, headers: { "idempotency-key": key } });
+    const first = await buy("buy-1");
+    expect(first.body).toMatchObject({ approved: true, amount_cents: 300 });
+    await loseAnswer("buy-1");
+    const again = await buy("buy-1");
+    expect(again.body).toMatchObject({ approved: true, decline_reason: null, amount_cents: 300 });
+    expect(again.body.card.status).toBe("USED");
+    expect((await buy("buy-2")).body).toMatchObject({ approved: false, decline_reason: "card_not_open" });
+  });
 });

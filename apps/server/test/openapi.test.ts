@@ -26,13 +26,23 @@ describe(`OpenAPI document and docs (${dbKind})`, () => {
     ["post", "/v1/approvals/{id}/approve"],
     ["post", "/v1/approvals/{id}/reject"],
     ["post", "/v1/test_helpers/cards/{id}/purchase"],
+    ["get", "/v1/authorizations"],
+    ["get", "/v1/transactions"],
+    ["post", "/v1/test_helpers/cards/{id}/authorizations"],
+    ["post", "/v1/test_helpers/authorizations/{id}/capture"],
+    ["post", "/v1/test_helpers/authorizations/{id}/reverse"],
+    ["post", "/v1/test_helpers/authorizations/{id}/expire"],
+    ["post", "/v1/test_helpers/transactions/{id}/refund"],
+    ["post", "/v1/test_helpers/cards/{id}/expire_hold"],
     ["post", "/admin/v1/accounts"],
     ["get", "/admin/v1/accounts/{id}"],
     ["post", "/admin/v1/accounts/{id}/kyb"],
     ["post", "/admin/v1/accounts/{id}/payment_method"],
+    ["post", "/admin/v1/accounts/{id}/cardholder"],
     ["post", "/admin/v1/accounts/{id}/keys"],
     ["get", "/admin/v1/accounts/{id}/keys"],
     ["post", "/admin/v1/keys/{id}/revoke"],
+    ["get", "/admin/v1/payments"],
   ];
 
   it("is OpenAPI 3 and needs no key", () => {
@@ -69,7 +79,7 @@ describe(`OpenAPI document and docs (${dbKind})`, () => {
     expect(create.responses["200"]).toBeUndefined();
     const created = create.responses["201"].content["application/json"].schema;
     expect(Object.keys(created.properties).sort()).toEqual(
-      ["agent_id", "created_at", "expiration", "id", "last_four", "remaining_cents", "spending_limit_cents", "status"].sort(),
+      ["agent_id", "created_at", "expiration", "expires_at", "id", "last_four", "remaining_cents", "spending_limit_cents", "spent_cents", "status"].sort(),
     );
     const pending = create.responses["202"].content["application/json"].schema;
     expect(Object.keys(pending.properties).sort()).toEqual(["approval_id", "expires_at", "status"]);

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ADMIN_TOKEN, dbKind, expectError, startServer, type TestServer } from "./harness.js";
+import { ADMIN_TOKEN, dbKind, expectError, startServer, TEST_CARDHOLDER, type TestServer } from "./harness.js";
 import { expectKeys, guarded, ISO, trpc } from "./helpers.js";
 
-const ACCOUNT_KEYS = ["id", "name", "kyb_verified", "payment_method", "created_at"];
+const ACCOUNT_KEYS = ["id", "name", "kyb_verified", "payment_method", "cardholder", "created_at"];
 const CREATED_KEY_KEYS = ["id", "secret", "mode", "role", "name", "created_at"];
 const LISTED_KEY_KEYS = ["id", "mode", "role", "name", "prefix", "last4", "created_at", "revoked_at"];
 
@@ -21,7 +21,7 @@ describe(`operator API (${dbKind})`, () => {
     const r = await s.admin("POST", "/accounts", { name: "Acme Robotics" });
     expect(r.status).toBe(201);
     expectKeys(r.body, ACCOUNT_KEYS);
-    expect(r.body).toMatchObject({ name: "Acme Robotics", kyb_verified: false, payment_method: null });
+    expect(r.body).toMatchObject({ name: "Acme Robotics", kyb_verified: false, payment_method: null, cardholder: null });
     expect(r.body.id).toMatch(/^acct_[A-Za-z0-9]+$/);
     expect(r.body.created_at).toMatch(ISO);
   });
@@ -120,15 +120,20 @@ describe(`operator API (${dbKind})`, () => {
     expectError(await s.admin("POST", "/keys/key_doesnotexist/revoke"), 404, "not_found");
   });
 
-  it("the whole flow: a new account can create cards once KYB and a payment method are set", async () => {
+  it("the whole flow: a new account can create cards once KYB and a payment method are set (and, on Stripe, the cardholder)", async () => {
     const { id } = (await s.admin("POST", "/accounts", { name: "Flow" })).body;
     const key = (await s.admin("POST", `/accounts/${id}/keys`, { mode: "test" })).body.secret;
     expect(expectError(await s.request("POST", "/v1/cards", { key, body: { amount_cents: 100 } }), 403, "setup_required").details.missing).toEqual([
       "kyb",
       "payment_method",
+      ...(s.onStripe ? ["cardholder"] : []),
     ]);
     await s.admin("POST", `/accounts/${id}/kyb`, { verified: true });
     await s.admin("POST", `/accounts/${id}/payment_method`, { payment_method: "pm_card_visa" });
+    if (s.onStripe) {
+      expect(expectError(await s.request("POST", "/v1/cards", { key, body: { amount_cents: 100 } }), 403, "setup_required").details.missing).toEqual(["cardholder"]);
+      expect((await s.admin("POST", `/accounts/${id}/cardholder`, TEST_CARDHOLDER)).status).toBe(200);
+    }
     expect((await s.request("POST", "/v1/cards", { key, body: { amount_cents: 100 } })).status).toBe(201);
   });
 
@@ -154,12 +159,13 @@ describe(`operator API (${dbKind})`, () => {
           ["GET", `/accounts/${id}`],
           ["POST", `/accounts/${id}/kyb`, { verified: true }],
           ["POST", `/accounts/${id}/payment_method`, { payment_method: "pm_x" }],
+          ["POST", `/accounts/${id}/cardholder`, TEST_CARDHOLDER],
           ["POST", `/accounts/${id}/keys`, { mode: "live" }],
           ["GET", `/accounts/${id}/keys`],
           ["POST", `/keys/${k.id}/revoke`],
         ] as [string, string, unknown?][])
           expectError(await call(method, path, body), 401, "unauthorized");
-        expect((await s.admin("GET", `/accounts/${id}`)).body).toMatchObject({ kyb_verified: false, payment_method: null });
+        expect((await s.admin("GET", `/accounts/${id}`)).body).toMatchObject({ kyb_verified: false, payment_method: null, cardholder: null });
         expect((await s.admin("GET", `/accounts/${id}/keys`)).body.data).toHaveLength(1);
         expect((await s.request("GET", "/v1/balance", { key: k.secret })).status).toBe(200);
       });

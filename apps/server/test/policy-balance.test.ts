@@ -107,6 +107,7 @@ describe(`balance (${dbKind})`, () => {
       max_per_card_cents: 50000,
       approval_required: false,
       setup_complete: true,
+      uncollected_cents: 0,
     });
   });
 
@@ -150,6 +151,7 @@ describe(`balance (${dbKind})`, () => {
       max_per_card_cents: 9999,
       approval_required: true,
       setup_complete: true,
+      uncollected_cents: 0,
     });
     expect(c).toMatch(/^card_/);
   });

@@ -1,7 +1,9 @@
 import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { ADMIN_TOKEN } from "./harness.js";
+import { ADMIN_TOKEN, dbKind, freshDatabase } from "./harness.js";
 
 const SERVER_DIR = join(dirname(fileURLToPath(import.meta.url)), "..");
 
@@ -17,8 +19,23 @@ export interface ServerProcess {
   stop(signal?: NodeJS.Signals): Promise<void>;
 }
 
+/** A database several server processes can share: a SQLite file in a temp folder, or a fresh MariaDB database. */
+export async function processDatabase(): Promise<{ url: string; drop: () => Promise<void> }> {
+  if (dbKind === "mysql") return freshDatabase();
+  const dir = mkdtempSync(join(tmpdir(), "cardctl-proc-"));
+  return { url: `sqlite:${join(dir, "db.sqlite")}`, drop: async () => rmSync(dir, { recursive: true, force: true }) };
+}
+
 /** Starts `src/main.ts` as its own process (as `npm start` does), on port 0, and waits until it listens. */
 export async function spawnServer(env: Record<string, string>): Promise<ServerProcess> {
+  return spawnStarting(env).ready();
+}
+
+/**
+ * Starts the server process without waiting: the start-up recovery pass runs before it listens,
+ * and a test may need to act while it runs. `ready()` waits until it listens.
+ */
+export function spawnStarting(env: Record<string, string>): Pick<ServerProcess, "output" | "waitFor" | "stop"> & { ready(): Promise<ServerProcess> } {
   const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
     cwd: SERVER_DIR,
     env: { ...process.env, PORT: "0", ADMIN_TOKEN, LOG_LEVEL: "warn", MAINTENANCE_INTERVAL_MS: "0", ...env },
@@ -58,16 +75,18 @@ export async function spawnServer(env: Record<string, string>): Promise<ServerPr
       check();
     });
 
-  const listening = await waitFor(/cardctl listening on http:\/\/\S+/);
+  const stop = async (signal: NodeJS.Signals = "SIGTERM") => {
+    if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+    await exited;
+  };
+  const output = () => out;
   return {
-    url: listening.replace("cardctl listening on ", ""),
-    apiKey: out.match(/sk_test_[A-Za-z0-9]+/)?.[0],
-    child,
-    output: () => out,
+    output,
     waitFor,
-    async stop(signal: NodeJS.Signals = "SIGTERM") {
-      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
-      await exited;
+    stop,
+    async ready() {
+      const listening = await waitFor(/cardctl listening on http:\/\/\S+/);
+      return { url: listening.replace("cardctl listening on ", ""), apiKey: out.match(/sk_test_[A-Za-z0-9]+/)?.[0], child, output, waitFor, stop };
     },
   };
 }

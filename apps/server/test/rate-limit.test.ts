@@ -56,3 +56,30 @@ describe(`rate limits (${dbKind})`, () => {
     expectError(await s.request("GET", "/v1/balance", { key: null }), 429, "rate_limited");
   });
 });
+
+describe(`routes that are not rate limited (${dbKind})`, () => {
+  let s: TestServer;
+  beforeAll(async () => {
+    s = await startServer({ RATE_LIMIT_PER_HOUR: "2" });
+  });
+  afterAll(() => s.close());
+
+  it("health checks and the API description still answer after the IP's unauthenticated budget is spent", async () => {
+    for (let i = 0; i < 2; i++) expectError(await s.request("GET", "/v1/balance", { key: null }), 401, "unauthorized");
+    expectError(await s.request("GET", "/v1/balance", { key: null }), 429, "rate_limited");
+    for (let round = 0; round < 3; round++) {
+      for (const path of ["/health", "/healthz"]) {
+        const r = await s.request("GET", path, { key: null });
+        expect(r.status, path).toBe(200);
+        expect(r.body).toEqual({ ok: true });
+      }
+      const doc = await s.request("GET", "/v1/openapi.json", { key: null });
+      expect(doc.status).toBe(200);
+      expect(doc.body.openapi).toMatch(/^3\./);
+      expect((await s.request("GET", "/docs", { key: null })).status).toBe(200);
+      expect((await s.request("GET", "/docs/swagger-ui.css", { key: null })).status).toBe(200);
+    }
+    // The budget is still spent for everything else.
+    expectError(await s.request("GET", "/v1/cards", { key: null }), 429, "rate_limited");
+  });
+});

@@ -1,6 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { faults, startFakeStripe, type FakeStripe } from "./fake-stripe.js";
-import { dbKind, expectError, startServer, type TestServer } from "./harness.js";
+import { dbKind, expectError, startServer, TEST_CARDHOLDER, type TestServer } from "./harness.js";
 
 /**
  * PROCESSOR=stripe against a local fake of the Stripe API: the real stripe SDK, the exact requests
@@ -108,10 +108,16 @@ describe(`stripe processor (${dbKind})`, () => {
       capture_method: "manual",
       confirm: "true",
       off_session: "true",
+      // Cards only (no return_url needed), and our ids on the hold.
+      "allowed_payment_method_types[0]": "card",
+      "metadata[card_id]": card.id,
+      "metadata[account_id]": account.id,
+      "metadata[purpose]": "hold",
     });
     expect(hold!.idempotencyKey).toBe(`${card.id}:hold`);
-    expect(cardholder!.idempotencyKey).toBe(`${account.id}:test:cardholder`);
-    expect(cardholder!.params).toMatchObject({ type: "company", status: "active", "billing[address][country]": "US" });
+    // The cardholder is the account's own (cardholders.test.ts covers it in full), keyed by its details' version.
+    expect(cardholder!.idempotencyKey).toMatch(new RegExp(`^${account.id}:test:cardholder:[0-9a-f]{32}$`));
+    expect(cardholder!.params).toMatchObject({ type: "company", name: TEST_CARDHOLDER.name, status: "active", "billing[address][country]": "US" });
     const cardholderId = (await stripeIds(account.id)).cardholder_id;
     expect(mint!.params).toEqual({
       cardholder: cardholderId,
@@ -137,12 +143,13 @@ describe(`stripe processor (${dbKind})`, () => {
     expect(pi).toMatchObject({ status: "requires_capture", amount: 1500, amount_capturable: 1500 });
     expect((await s.request("GET", "/v1/balance", { key })).body).toMatchObject({ held_cents: 1500, open_cards: 1 });
 
-    // The cardholder is made once per account and mode; without agent_id there is no such metadata.
+    // The cardholder is made once per account and mode, then only read (is Stripe still issuing to
+    // it?); without agent_id there is no such metadata.
     const m = fake.requests.length;
     const second = (await s.request("POST", "/v1/cards", { key, body: { amount_cents: 700 } })).body;
-    expect(since(m).map((c) => `${c.method} ${c.path}`)).toEqual(["POST /v1/payment_intents", "POST /v1/issuing/cards"]);
-    expect(since(m)[1]!.params).toMatchObject({ cardholder: cardholderId, "metadata[card_id]": second.id });
-    expect(since(m)[1]!.params).not.toHaveProperty("metadata[agent_id]");
+    expect(since(m).map((c) => `${c.method} ${c.path}`)).toEqual(["POST /v1/payment_intents", `GET /v1/issuing/cardholders/${cardholderId}`, "POST /v1/issuing/cards"]);
+    expect(since(m)[2]!.params).toMatchObject({ cardholder: cardholderId, "metadata[card_id]": second.id });
+    expect(since(m)[2]!.params).not.toHaveProperty("metadata[agent_id]");
   });
 
   it("get: an ephemeral key for the Issuing card under the version Issuing Elements needs, nonce passed through; no PAN fetched", async () => {
@@ -222,7 +229,7 @@ describe(`stripe processor (${dbKind})`, () => {
       expect((await s.request("GET", "/v1/cards", { key })).body.data).toEqual([]);
     });
 
-    it("hold timeout after Stripe placed it: the same key finds the PaymentIntent and cancels it", async () => {
+    it("hold timeout after Stripe placed it: the PaymentIntent is found by reading (its metadata), never created again, and canceled", async () => {
       const { account, key } = await setup();
       fake.fail("payment_intents.create", faults.hangAfter());
       const err = expectError(await s.request("POST", "/v1/cards", { key, body: { amount_cents: 900 } }), 502, "processor_error");
@@ -231,8 +238,54 @@ describe(`stripe processor (${dbKind})`, () => {
       expect(intents).toHaveLength(1);
       expect(intents[0]!.status).toBe("canceled");
       const holdCalls = fake.calls("/v1/payment_intents", "POST").filter((c) => c.params.customer === (intents[0]!.customer as string));
-      expect(new Set(holdCalls.map((c) => c.idempotencyKey)).size).toBe(1);
+      expect(holdCalls).toHaveLength(1);
+      expect(fake.calls("/v1/payment_intents", "GET").filter((c) => c.params.customer === (intents[0]!.customer as string)).length).toBeGreaterThan(0);
       expect((await atStripe(account.id)).cards).toEqual([]);
+    });
+
+    it("a hold whose outcome is unknown is released after the payment method changed: no create is re-sent under the old key", async () => {
+      const { account, key } = await setup();
+      fake.fail("payment_intents.create", faults.hangAfter());
+      fake.fail("payment_intents.list", faults.serverError()); // the compensation cannot read either
+      expectError(await s.request("POST", "/v1/cards", { key, body: { amount_cents: 900 } }), 502, "processor_error");
+      fake.clearFaults();
+      const [row] = await s.query("SELECT status, hold_status FROM cards WHERE account_id = ?", [account.id]);
+      expect(row).toEqual({ status: "FAILED", hold_status: "PENDING" });
+      // Re-sending the create under its key with another payment method is Stripe's 400 idempotency_error, forever.
+      await s.admin("POST", `/accounts/${account.id}/payment_method`, { payment_method: "pm_card_mastercard" });
+      await s.app.services.maintenance.run();
+      await expectNothingLeft(account.id);
+      expect((await atStripe(account.id)).intents.map((pi) => pi.status)).toEqual(["canceled"]);
+    });
+
+    for (const code of ["rate_limit", "lock_timeout"])
+      it(`a 429 ${code} is retried with backoff under the same key, within the call`, async () => {
+        const { account, key } = await setup();
+        const card = (await s.request("POST", "/v1/cards", { key, body: { amount_cents: 900 } })).body;
+        fake.fail("payment_intents.capture", { kind: "error", status: 429, error: { type: "invalid_request_error", code, message: "Too many requests." } }, 2);
+        const bought = await s.request("POST", `/v1/test_helpers/cards/${card.id}/purchase`, { key, body: { amount_cents: 400 } });
+        expect(bought.body).toMatchObject({ approved: true });
+        const pi = (await atStripe(account.id)).intents[0]!;
+        expect(pi).toMatchObject({ status: "succeeded", amount_received: 400 });
+        const captures = fake.calls(`/v1/payment_intents/${pi.id}/capture`);
+        expect(captures).toHaveLength(3);
+        expect(new Set(captures.map((c) => c.idempotencyKey)).size).toBe(1);
+      });
+
+    it("the fake refuses a key reused with other parameters, as Stripe does", async () => {
+      const { account } = await setup();
+      const { customer_id, payment_method_id } = await stripeIds(account.id);
+      const post = (amount: string) =>
+        fetch(fake.url + "/v1/payment_intents", {
+          method: "POST",
+          headers: { authorization: "Bearer sk_test_fake", "content-type": "application/x-www-form-urlencoded", "idempotency-key": `reuse-${account.id}` },
+          body: new URLSearchParams({ amount, currency: "usd", customer: customer_id, payment_method: payment_method_id, capture_method: "manual", confirm: "true" }),
+        });
+      expect((await post("100")).status).toBe(200);
+      expect((await post("100")).status).toBe(200);
+      const other = await post("200");
+      expect(other.status).toBe(400);
+      expect((await other.json()).error.type).toBe("idempotency_error");
     });
 
     it("hold hangs (nothing done): 502 in time; recovery leaves nothing held", async () => {
@@ -324,8 +377,9 @@ describe(`stripe processor (${dbKind})`, () => {
     const res = await s.request("POST", `/v1/test_helpers/cards/${card.id}/purchase`, { key, body: { amount_cents: 1234 } });
     expect(res.body).toMatchObject({ approved: true, card: { status: "USED" } });
     const { intents, cards } = await atStripe(account.id);
+    const [pay] = await s.query("SELECT id FROM payments WHERE card_id = ? AND kind = 'hold_capture'", [card.id]);
     expect(since(n).map((c) => `${c.method} ${c.path} ${c.idempotencyKey}`)).toEqual([
-      `POST /v1/payment_intents/${intents[0]!.id}/capture ${card.id}:capture`,
+      `POST /v1/payment_intents/${intents[0]!.id}/capture ${pay.id}:hold_capture`,
       `POST /v1/issuing/cards/${cards[0]!.id} ${card.id}:revoke`,
     ]);
     expect(since(n)[0]!.params).toEqual({ amount_to_capture: "1234" });
@@ -380,9 +434,10 @@ describe(`stripe processor (${dbKind})`, () => {
         expect(res.body).toMatchObject({ approved: true, amount_cents: purchase, card: { status: "USED", remaining_cents: 0 } });
         const { intents, cards } = await atStripe(account.id);
         const pi = intents[0]!;
+        const [pay] = await s.query("SELECT id FROM payments WHERE card_id = ? AND kind = 'hold_capture'", [card.id]);
         expect(since(n).map((c) => `${c.method} ${c.path} ${c.idempotencyKey}`)).toEqual([
-          `POST /v1/payment_intents/${pi.id}/capture ${card.id}:capture`,
-          `POST /v1/refunds ${card.id}:capture:refund`,
+          `POST /v1/payment_intents/${pi.id}/capture ${pay.id}:hold_capture`,
+          `POST /v1/refunds ${pay.id}:hold_capture:refund`,
           `POST /v1/issuing/cards/${cards[0]!.id} ${card.id}:revoke`,
         ]);
         expect(since(n)[0]!.params).toEqual({ amount_to_capture: "50" });
@@ -391,15 +446,16 @@ describe(`stripe processor (${dbKind})`, () => {
         expect(50 - fake.refunded(pi.id)).toBe(purchase);
       });
 
-    it("a refund that fails is retried with the capture: the purchase answers 502 and a retry settles it once", async () => {
+    it("a refund of the minimum's difference that fails is retried with the capture, once, from the queue", async () => {
       const { account, key } = await setup();
       const card = (await s.request("POST", "/v1/cards", { key, body: { amount_cents: 500 } })).body;
       fake.fail("refunds.create", faults.serverError());
-      const buy = () => s.request("POST", `/v1/test_helpers/cards/${card.id}/purchase`, { key, body: { amount_cents: 10 } });
-      const err = expectError(await buy(), 502, "processor_error");
-      expect(err.details).toMatchObject({ step: "capture" });
-      expect((await s.request("GET", `/v1/cards/${card.id}`, { key })).body).toMatchObject({ status: "OPEN", remaining_cents: 500 });
-      expect((await buy()).body).toMatchObject({ approved: true, card: { status: "USED" } });
+      const buy = await s.request("POST", `/v1/test_helpers/cards/${card.id}/purchase`, { key, body: { amount_cents: 10 } });
+      fake.clearFaults();
+      // The purchase stands; the payment is retried.
+      expect(buy.body).toMatchObject({ approved: true, card: { status: "USED", spent_cents: 10 } });
+      await s.query("UPDATE payments SET next_attempt_at = 0 WHERE card_id = ?", [card.id]);
+      await s.app.services.maintenance.run();
       const pi = (await atStripe(account.id)).intents[0]!;
       expect(pi).toMatchObject({ status: "succeeded", amount_received: 50 });
       expect(fake.refunded(pi.id)).toBe(40);

@@ -13,6 +13,8 @@ const SUCCESS: Record<string, Record<string, { description: string; schema?: z.Z
     "202": { description: "Approval required; no card was made", schema: pendingApproval },
   },
   "post /v1/approvals/{id}/approve": { "201": { description: "Card issued" } },
+  "post /v1/test_helpers/authorizations/{id}/capture": { "201": { description: "The capture transaction" } },
+  "post /v1/test_helpers/transactions/{id}/refund": { "201": { description: "The refund transaction" } },
   "post /admin/v1/accounts": { "201": { description: "Account created" } },
   "post /admin/v1/accounts/{id}/keys": { "201": { description: "Key created; the secret is shown this once" } },
 };

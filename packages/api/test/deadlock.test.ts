@@ -2,7 +2,7 @@ import mysql from "mysql2/promise";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { DataSource } from "typeorm";
 import { createDataSource } from "../src/db/datasource.js";
-import { runSql, type SqlResult } from "../src/db/fast.js";
+import { runAtomically, runSql, type SqlResult } from "../src/db/fast.js";
 
 const ROOT = process.env.TEST_DATABASE_URL?.startsWith("mysql") ? process.env.TEST_DATABASE_URL.replace(/\/[^/]*$/, "/") : null;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -65,6 +65,19 @@ describe.runIf(ROOT)("InnoDB deadlocks (MariaDB)", () => {
     const outcome = await deadlockAgainst(() => runSql(ds, "UPDATE t SET v = v + 10 WHERE id IN (1, 2)", []));
     expect(outcome.status).toBe("fulfilled");
     expect((outcome as PromiseFulfilledResult<SqlResult>).value.affected).toBe(2);
+    const rows = await ds.query("SELECT id, v FROM t ORDER BY id");
+    expect(rows.map((r: { v: number }) => Number(r.v))).toEqual([12, 11]);
+  });
+
+  it("runs a multi-statement group (runAtomically) again whole when InnoDB aborts it", async () => {
+    // Row 1 is taken by the first statement, the second waits for row 2: the group is the victim.
+    const outcome = await deadlockAgainst(() =>
+      runAtomically(ds, [
+        { sql: "UPDATE t SET v = v + 10 WHERE id = 1", params: [] },
+        { sql: "UPDATE t SET v = v + 10 WHERE id = 2", params: [] },
+      ]),
+    );
+    expect(outcome.status).toBe("fulfilled");
     const rows = await ds.query("SELECT id, v FROM t ORDER BY id");
     expect(rows.map((r: { v: number }) => Number(r.v))).toEqual([12, 11]);
   });

@@ -11,6 +11,7 @@ const account = (o: Partial<Account> = {}): Account => ({
   name: "A",
   kyb_verified: true,
   payment_method: "pm_card_visa",
+  cardholder: null,
   created_at: 0,
   ...o,
 });
@@ -27,15 +28,26 @@ function thrown(fn: () => void): AppError {
 
 describe("setup rule", () => {
   it("lists what is missing, kyb first", () => {
-    expect(missingSetup(account())).toEqual([]);
-    expect(missingSetup(account({ kyb_verified: false }))).toEqual(["kyb"]);
-    expect(missingSetup(account({ payment_method: null }))).toEqual(["payment_method"]);
-    expect(missingSetup(account({ kyb_verified: false, payment_method: null }))).toEqual(["kyb", "payment_method"]);
+    expect(missingSetup(account(), { cardholder: false })).toEqual([]);
+    expect(missingSetup(account({ kyb_verified: false }), { cardholder: false })).toEqual(["kyb"]);
+    expect(missingSetup(account({ payment_method: null }), { cardholder: false })).toEqual(["payment_method"]);
+    expect(missingSetup(account({ kyb_verified: false, payment_method: null }), { cardholder: false })).toEqual(["kyb", "payment_method"]);
+  });
+
+  it("the cardholder is missing only where the processor needs one (Stripe)", () => {
+    const stripe = { cardholder: true };
+    expect(missingSetup(account(), { cardholder: false })).toEqual([]);
+    expect(missingSetup(account(), stripe)).toEqual(["cardholder"]);
+    expect(missingSetup(account({ kyb_verified: false, payment_method: null }), stripe)).toEqual(["kyb", "payment_method", "cardholder"]);
+    expect(missingSetup(account({ cardholder: "{}" }), stripe)).toEqual([]);
+    const err = thrown(() => assertSetup(account({ kyb_verified: false }), "https://x.test", stripe));
+    expect(err.details).toEqual({ missing: ["kyb", "cardholder"], setup_url: "https://x.test/setup" });
+    expect(err.message).toMatch(/kyb and cardholder missing.*\/admin\/v1\/accounts\/:id\/cardholder/);
   });
 
   it("403 setup_required with details.missing and setup_url under the public URL", () => {
-    expect(() => assertSetup(account(), "https://x.test")).not.toThrow();
-    const err = thrown(() => assertSetup(account({ payment_method: null }), "https://x.test"));
+    expect(() => assertSetup(account(), "https://x.test", { cardholder: false })).not.toThrow();
+    const err = thrown(() => assertSetup(account({ payment_method: null }), "https://x.test", { cardholder: false }));
     expect([err.status, err.code]).toEqual([403, "setup_required"]);
     expect(err.details).toEqual({ missing: ["payment_method"], setup_url: "https://x.test/setup" });
   });
@@ -84,6 +96,8 @@ describe("views: internal state never leaks", () => {
     created_at: Date.UTC(2026, 0, 2, 3, 4, 5, 6),
     closed_at: null,
     used_at: null,
+    used_key: null,
+    expires_at: Date.UTC(2026, 0, 3, 3, 4, 5, 6),
   };
 
   it("create, list and detail views have exactly the public fields", () => {
@@ -96,13 +110,15 @@ describe("views: internal state never leaks", () => {
       remaining_cents: 500,
       agent_id: "a",
       created_at: "2026-01-02T03:04:05.006Z",
+      expires_at: "2026-01-03T03:04:05.006Z",
+      spent_cents: 0,
     });
     expect(Object.keys(cardListView(card)).sort()).toEqual(
-      ["agent_id", "amount_cents", "created_at", "expiration", "id", "last_four", "purpose", "remaining_cents", "status"],
+      ["agent_id", "amount_cents", "created_at", "expiration", "expires_at", "id", "last_four", "purpose", "remaining_cents", "spent_cents", "status"],
     );
     const detail = cardDetailView({ ...card, status: "CLOSED", closed_at: Date.UTC(2026, 0, 3) }, "ek_test_x");
     expect(detail).toMatchObject({ status: "CLOSED", closed_at: "2026-01-03T00:00:00.000Z", processor_card_id: "ic_1", ephemeral_key_secret: "ek_test_x" });
-    for (const hidden of ["hold_id", "hold_status", "creation_key", "account_id", "mode", "spent_cents", "seq"]) expect(detail).not.toHaveProperty(hidden);
+    for (const hidden of ["hold_id", "hold_status", "creation_key", "used_key", "account_id", "mode", "seq"]) expect(detail).not.toHaveProperty(hidden);
   });
 
   it("the approval view carries reason and card_id, not internal keys", () => {
@@ -122,6 +138,7 @@ describe("views: internal state never leaks", () => {
       expires_at: Date.UTC(2026, 0, 2),
       created_at: Date.UTC(2026, 0, 1),
       decided_at: Date.UTC(2026, 0, 1, 1),
+      decision_key: null,
     };
     expect(approvalView(a)).toEqual({
       id: "appr_1",

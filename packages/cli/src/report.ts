@@ -47,7 +47,11 @@ function hints(code: string, d: Record<string, unknown>, status?: number): strin
   switch (code) {
     case "setup_required": {
       const missing = Array.isArray(d.missing) ? (d.missing as string[]) : [];
-      const names: Record<string, string> = { kyb: "business verification (kyb)", payment_method: "a saved payment method" };
+      const names: Record<string, string> = {
+        kyb: "business verification (kyb)",
+        payment_method: "a saved payment method",
+        cardholder: "the cardholder the processor issues cards to (`cardctl accounts set-cardholder`)",
+      };
       const out: string[] = [];
       if (missing.length) out.push(`Missing: ${missing.map((m) => names[m] ?? m).join(", ")}.`);
       if (typeof d.setup_url === "string") out.push(`Finish account setup at: ${d.setup_url}`);

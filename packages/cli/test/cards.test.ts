@@ -88,6 +88,14 @@ describe("cards", () => {
     const c = (await cli(["cards", "create", "--amount", "10", "--json"])).json();
     const r = await cli(["test", "purchase", c.id, "--amount", "4.00", "--merchant", "Coffee"]);
     expect(r.code).toBe(0);
+    // The card shows its authorization and its settlement.
+    const shown = await cli(["cards", "get", c.id]);
+    expect(shown.stdout).toMatch(/Spent\s+\$4\.00/);
+    expect(shown.stdout).toMatch(/Authorizations[\s\S]*auth_\w+\s+\$4\.00\s+approved\s+closed\s+Coffee/);
+    expect(shown.stdout).toMatch(/Transactions[\s\S]*txn_\w+\s+capture\s+\$4\.00\s+Coffee/);
+    const j = (await cli(["cards", "get", c.id, "--json"])).json();
+    expect(j.authorizations).toMatchObject([{ amount_cents: 400, approved: true }]);
+    expect(j.transactions).toMatchObject([{ type: "capture", amount_cents: 400 }]);
     expect(r.stdout).toContain("Purchase of $4.00 approved");
     expect(r.stdout).toMatch(/Status\s+USED/);
     const again = await cli(["test", "purchase", c.id, "--amount", "1.00", "--json"]);
@@ -117,9 +125,10 @@ describe("balance and policy", () => {
     expect(t.stdout).toMatch(/Held\s+\$\d+\.\d\d/);
     expect(t.stdout).toMatch(/Max per card\s+\$500\.00/);
     expect(t.stdout).toMatch(/Setup complete\s+yes/);
+    expect(t.stdout).toMatch(/Uncollected\s+\$0\.00/);
     const j = (await cli(["balance", "--json"])).json();
     expect(Object.keys(j).sort()).toEqual(
-      ["approval_required", "held_cents", "max_per_card_cents", "open_cards", "pending_approvals", "setup_complete"].sort(),
+      ["approval_required", "held_cents", "max_per_card_cents", "open_cards", "pending_approvals", "setup_complete", "uncollected_cents"].sort(),
     );
   });
 

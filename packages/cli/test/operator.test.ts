@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startFakeStripe } from "../../../apps/server/test/fake-stripe.js";
 import { ADMIN_TOKEN, startServer, type TestServer } from "../../../apps/server/test/harness.js";
 import { run, tempConfigDir } from "./helpers.js";
 
@@ -11,6 +12,20 @@ beforeAll(async () => {
 afterAll(async () => {
   await s?.close();
 });
+
+const CARDHOLDER_ARGS = [
+  "--type", "company",
+  "--name", "Acme Robotics",
+  "--line1", "1 Main Street",
+  "--line2", "Suite 2",
+  "--city", "Springfield",
+  "--state", "IL",
+  "--postal-code", "62701",
+  "--country", "us",
+  "--email", "ops@acme.example",
+  "--phone", "+1 217 555 0100",
+  "--tax-id", "12-3456789",
+];
 
 describe("operator commands", () => {
   it("account set-up from scratch: setup_required until kyb and payment method, then a card", async () => {
@@ -38,6 +53,7 @@ describe("operator commands", () => {
     expect((await run(["accounts", "verify-kyb", acct.id], { env })).stdout).toMatch(/KYB verified\s+yes/);
     const pm = await run(["accounts", "set-payment-method", acct.id, "pm_card_visa", "--json"], { env });
     expect(pm.json()).toMatchObject({ kyb_verified: true, payment_method: "pm_card_visa" });
+    if (s.onStripe) await run(["accounts", "set-cardholder", acct.id, ...CARDHOLDER_ARGS], { env });
 
     const ok = await run(["cards", "create", "--amount", "5", "--json"], { env: { ...env, CARDCTL_API_KEY: secret } });
     expect(ok.code, ok.stderr).toBe(0);
@@ -46,6 +62,78 @@ describe("operator commands", () => {
     const removed = await run(["accounts", "set-payment-method", acct.id, "--remove", "--json"], { env });
     expect(removed.json().payment_method).toBeNull();
     expect((await run(["accounts", "set-payment-method", acct.id], { env })).code).toBe(2);
+  });
+
+  it("accounts set-cardholder: saved and shown (the tax id only by its last 4); get shows it; bad input exits 2 or 1", async () => {
+    const acct = (await run(["accounts", "create", "--name", "Holder", "--json"], { env })).json();
+    expect((await run(["accounts", "get", acct.id], { env })).stdout).toMatch(/Cardholder\s+none/);
+
+    const set = await run(["accounts", "set-cardholder", acct.id, ...CARDHOLDER_ARGS], { env });
+    expect(set.code, set.stderr).toBe(0);
+    expect(set.stdout).toContain("Cardholder saved");
+    expect(set.stdout).toMatch(/Cardholder\s+Acme Robotics \(company\)/);
+    expect(set.stdout).toMatch(/Billing address\s+1 Main Street, Suite 2, Springfield, IL 62701, US/);
+    expect(set.stdout).toMatch(/Email\s+ops@acme\.example/);
+    expect(set.stdout).toMatch(/Phone\s+\+1 217 555 0100/);
+    expect(set.stdout).toMatch(/Tax id\s+••••6789/);
+    expect(set.stdout).not.toContain("3456789");
+
+    const got = await run(["accounts", "get", acct.id], { env });
+    expect(got.stdout).toMatch(/Cardholder\s+Acme Robotics \(company\)/);
+    expect(got.stdout).not.toContain("3456789");
+    const json = (await run(["accounts", "get", acct.id, "--json"], { env })).json();
+    expect(json.cardholder).toMatchObject({
+      type: "company",
+      name: "Acme Robotics",
+      billing: { line1: "1 Main Street", line2: "Suite 2", city: "Springfield", state: "IL", postal_code: "62701", country: "US" },
+      tax_id_last4: "6789",
+    });
+    expect(JSON.stringify(json)).not.toContain("3456789");
+
+    // An individual, only the required options: no tax id line, optional fields shown as -.
+    const person = await run(
+      ["accounts", "set-cardholder", acct.id, "--type", "individual", "--name", "Mary Ann Smith", "--line1", "12 Rue de Rivoli", "--city", "Paris", "--postal-code", "75001", "--country", "FR", "--json"],
+      { env },
+    );
+    expect(person.json().cardholder).toMatchObject({ type: "individual", name: "Mary Ann Smith", email: null, tax_id_last4: null, billing: { line2: null, state: null } });
+
+    // Usage errors (exit 2) before any call; the server's validation (exit 1) with its issues.
+    expect((await run(["accounts", "set-cardholder", acct.id, ...CARDHOLDER_ARGS, "--type", "person"], { env })).code).toBe(2);
+    const individualTax = await run(["accounts", "set-cardholder", acct.id, "--type", "individual", "--name", "Mary Smith", "--line1", "x", "--city", "y", "--postal-code", "1", "--country", "FR", "--tax-id", "12345"], { env });
+    expect(individualTax.code).toBe(2);
+    expect(individualTax.stderr).toContain("--tax-id");
+    const noCity = await run(["accounts", "set-cardholder", acct.id, "--type", "company", "--name", "Acme", "--line1", "x", "--postal-code", "1", "--country", "US"], { env });
+    expect(noCity.code).not.toBe(0);
+    expect(noCity.stderr).toContain("--city");
+    const bad = await run(["accounts", "set-cardholder", acct.id, ...CARDHOLDER_ARGS, "--name", "Acme 2000"], { env });
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toContain("validation_error");
+    expect(bad.stderr).toMatch(/name: must be letters/);
+    expect((await run(["accounts", "set-cardholder", "acct_doesnotexist", ...CARDHOLDER_ARGS], { env })).code).toBe(1);
+    // Nothing of the refused calls was saved.
+    expect((await run(["accounts", "get", acct.id, "--json"], { env })).json().cardholder.name).toBe("Mary Ann Smith");
+  });
+
+  it("on Stripe: setup_required names the missing cardholder and the command; after set-cardholder cards issue", async () => {
+    const fake = await startFakeStripe("sk_test_fake");
+    const stripe = await startServer({ PROCESSOR: "stripe", STRIPE_TEST_SECRET_KEY: "sk_test_fake", STRIPE_API_BASE: fake.url });
+    try {
+      const senv = { ...env, CARDCTL_BASE_URL: stripe.url };
+      const account = await stripe.newAccount({ cardholder: null });
+      const key = await account.key();
+      const blocked = await run(["cards", "create", "--amount", "5"], { env: { ...senv, CARDCTL_API_KEY: key } });
+      expect(blocked.code).toBe(1);
+      expect(blocked.stderr).toContain("setup_required");
+      expect(blocked.stderr).toContain("cardctl accounts set-cardholder");
+      expect((await run(["accounts", "set-cardholder", account.id, ...CARDHOLDER_ARGS], { env: senv })).code).toBe(0);
+      const ok = await run(["cards", "create", "--amount", "5", "--json"], { env: { ...senv, CARDCTL_API_KEY: key } });
+      expect(ok.code, ok.stderr).toBe(0);
+      const ic = [...fake.cards.values()].find((c) => c.metadata.card_id === ok.json().id)!;
+      expect(fake.cardholders.get(ic.cardholder.id)).toMatchObject({ name: "Acme Robotics", type: "company", company: { tax_id_provided: true } });
+    } finally {
+      await stripe.close();
+      await fake.close();
+    }
   });
 
   it("keys create (agent, --save-profile) / list / revoke; a revoked key exits 3", async () => {

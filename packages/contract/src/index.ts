@@ -38,6 +38,8 @@ export const cardCreated = z.object({
   remaining_cents: z.number().int(),
   agent_id: z.string().nullable(),
   created_at: timestamp,
+  expires_at: timestamp.describe("When the card closes if unused (CARD_TTL_SECONDS after issue)"),
+  spent_cents: z.number().int().describe("Settled minus refunded"),
 });
 
 export const pendingApproval = z.object({
@@ -69,6 +71,8 @@ export const cardListItem = z.object({
   agent_id: z.string().nullable(),
   purpose: z.string().nullable(),
   created_at: timestamp,
+  expires_at: timestamp,
+  spent_cents: z.number().int(),
 });
 
 export const listOf = <T extends z.ZodType>(item: T) => z.object({ data: z.array(item), has_more: z.boolean() });
@@ -94,6 +98,7 @@ export const balance = z.object({
   max_per_card_cents: z.number().int(),
   approval_required: z.boolean(),
   setup_complete: z.boolean(),
+  uncollected_cents: z.number().int().describe("Money spent beyond cards' holds that the payment method refused"),
 });
 
 export const policy = z.object({ approval_required: z.boolean(), max_amount_cents: z.number().int() });
@@ -130,6 +135,43 @@ export const purchaseOutput = z.object({
   card: cardListItem,
 });
 
+// The card money lifecycle (DESIGN 3.6, 3.10)
+const amountOrZero = exact(z.number().int().min(0).max(50000));
+export const merchant = z.strictObject({
+  name: z.string().min(1).max(200).optional(),
+  category: z.string().min(1).max(100).optional(),
+  country: z.string().regex(/^[A-Z]{2}$/, "ISO 3166-1 alpha-2, e.g. US").optional(),
+});
+export const authorizationStatus = z.enum(["pending", "closed", "reversed", "expired"]);
+export const authorization = z.object({
+  id: z.string(),
+  card_id: z.string(),
+  amount_cents: z.number().int(),
+  approved: z.boolean(),
+  decline_reason: z.string().nullable(),
+  status: authorizationStatus,
+  merchant: z.object({ name: z.string().nullable(), category: z.string().nullable(), country: z.string().nullable() }),
+  created_at: timestamp,
+});
+export const transaction = z.object({
+  id: z.string(),
+  card_id: z.string(),
+  authorization_id: z.string().nullable(),
+  type: z.enum(["capture", "refund"]),
+  amount_cents: z.number().int().describe("Settled (capture) or returned (refund), always positive"),
+  merchant_name: z.string().nullable(),
+  created_at: timestamp,
+});
+export const listByCardInput = z.object({ card_id: id("card_").optional(), ...page });
+export const testAuthorizeInput = z.strictObject({
+  id: id("card_"),
+  amount_cents: amountOrZero.describe("0 is a card verification"),
+  merchant: merchant.optional(),
+});
+export const authorizationIdInput = z.strictObject({ id: id("auth_") });
+export const testCaptureInput = z.strictObject({ id: id("auth_"), amount_cents: cents.optional().describe("Defaults to the authorized amount; may be more (tips) or less") });
+export const testRefundInput = z.strictObject({ id: id("txn_"), amount_cents: cents.optional().describe("Defaults to the whole transaction") });
+
 export const errorEnvelopeSchema = z
   .object({
     error: z.object({
@@ -144,11 +186,98 @@ export const errorEnvelopeSchema = z
 // Operator API (DESIGN 3.3)
 export const mode = z.enum(["test", "live"]);
 export const role = z.enum(["full", "agent"]);
+
+/** The officially assigned ISO 3166-1 alpha-2 codes. */
+const ISO_COUNTRIES = new Set(
+  ("AD AE AF AG AI AL AM AO AQ AR AS AT AU AW AX AZ BA BB BD BE BF BG BH BI BJ BL BM BN BO BQ BR BS BT BV BW BY BZ " +
+    "CA CC CD CF CG CH CI CK CL CM CN CO CR CU CV CW CX CY CZ DE DJ DK DM DO DZ EC EE EG EH ER ES ET FI FJ FK FM FO FR " +
+    "GA GB GD GE GF GG GH GI GL GM GN GP GQ GR GS GT GU GW GY HK HM HN HR HT HU ID IE IL IM IN IO IQ IR IS IT JE JM JO JP " +
+    "KE KG KH KI KM KN KP KR KW KY KZ LA LB LC LI LK LR LS LT LU LV LY MA MC MD ME MF MG MH MK ML MM MN MO MP MQ MR MS MT " +
+    "MU MV MW MX MY MZ NA NC NE NF NG NI NL NO NP NR NU NZ OM PA PE PF PG PH PK PL PM PN PR PS PT PW PY QA RE RO RS RU RW " +
+    "SA SB SC SD SE SG SH SI SJ SK SL SM SN SO SR SS ST SV SX SY SZ TC TD TF TG TH TJ TK TL TM TN TO TR TT TV TW TZ UA UG " +
+    "UM US UY UZ VA VC VE VG VI VN VU WF WS YE YT ZA ZM ZW").split(" "),
+);
+const text = (max: number) => z.string().trim().min(1).max(max);
+/** Latin letters (accents allowed), spaces and . , ' - : what Stripe accepts in a cardholder's (printed) name. */
+const LATIN_LETTER = "A-Za-z\\u00C0-\\u00D6\\u00D8-\\u00F6\\u00F8-\\u024F";
+const CARDHOLDER_NAME = new RegExp(`^[${LATIN_LETTER}](?:[${LATIN_LETTER} .,'-]*[${LATIN_LETTER}.])?$`);
+export const cardholderType = z.enum(["company", "individual"]);
+
+/**
+ * Body of POST /admin/v1/accounts/:id/cardholder: who the account's cards are issued to (the
+ * Stripe Issuing cardholder). Stripe prints the name on cards: at most 24 characters, no digits.
+ * Individuals need a first and a last name; only companies have a tax id (Stripe's company.tax_id).
+ */
+export const cardholderFields = {
+  type: cardholderType,
+  name: z
+    .string()
+    .trim()
+    .min(1)
+    .max(24)
+    .regex(CARDHOLDER_NAME, "must be letters, spaces and . , ' - only (no digits); Stripe prints it on cards")
+    .describe("Printed on cards: at most 24 characters, letters, spaces and . , ' -; an individual's is 'First Last'"),
+  email: z.email().max(254).optional(),
+  phone_number: z
+    .string()
+    .trim()
+    .regex(/^\+?[0-9][0-9 ().-]{5,24}$/, "must be a phone number, e.g. +14155550123")
+    .optional(),
+  billing: z.strictObject({
+    line1: text(200),
+    line2: text(200).optional(),
+    city: text(100),
+    state: text(100).optional().describe("State, county, province or region (ISO 3166-2 code where there is one, e.g. CA)"),
+    postal_code: z.string().trim().min(1).max(20).regex(/^[A-Za-z0-9][A-Za-z0-9 -]*$/, "must be letters, digits, spaces and -"),
+    country: z
+      .string()
+      .refine((c) => ISO_COUNTRIES.has(c), "must be an ISO 3166-1 alpha-2 country code in capitals, e.g. US")
+      .describe("ISO 3166-1 alpha-2, uppercase"),
+  }),
+  tax_id: z
+    .string()
+    .trim()
+    .min(5)
+    .max(64)
+    .regex(/^[A-Za-z0-9][A-Za-z0-9 ./-]*$/, "must be letters, digits, spaces and . / -")
+    .optional()
+    .describe("Companies only: the business id number; never shown again in full (tax_id_last4)"),
+};
+
+/** The rules across fields of a cardholder; for `superRefine` on an object holding `cardholderFields`. */
+export function cardholderRules(v: { type: string; name: string; tax_id?: string | undefined }, ctx: z.RefinementCtx): void {
+  if (v.type === "individual" && !/\S\s+\S/.test(v.name))
+    ctx.addIssue({ code: "custom", path: ["name"], message: "an individual's name needs a first and a last name ('First Last')" });
+  if (v.type === "individual" && v.tax_id !== undefined)
+    ctx.addIssue({ code: "custom", path: ["tax_id"], message: "only a company cardholder has a tax id" });
+}
+
+export const cardholderInput = z.strictObject(cardholderFields).superRefine(cardholderRules);
+
+/** The cardholder as the operator API shows it: the tax id only by its last 4 characters. */
+export const cardholder = z.object({
+  type: cardholderType,
+  name: z.string(),
+  email: z.string().nullable(),
+  phone_number: z.string().nullable(),
+  billing: z.object({
+    line1: z.string(),
+    line2: z.string().nullable(),
+    city: z.string(),
+    state: z.string().nullable(),
+    postal_code: z.string(),
+    country: z.string(),
+  }),
+  tax_id_last4: z.string().nullable().describe("Last 4 characters of the tax id (separators removed); the full id is never shown"),
+  updated_at: timestamp,
+});
+
 export const account = z.object({
   id: z.string(),
   name: z.string(),
   kyb_verified: z.boolean(),
   payment_method: z.string().nullable(),
+  cardholder: cardholder.nullable().describe("Who cards are issued to; required before Stripe card creation"),
   created_at: timestamp,
 });
 export const apiKey = z.object({
@@ -168,6 +297,27 @@ export const createdKey = z.object({
   role,
   name: z.string().nullable(),
   created_at: timestamp,
+});
+
+/** Payments an operator follows up (GET /admin/v1/payments): declined charges and repeated failures. */
+export const paymentProblemStatus = z.enum(["uncollected", "attention"]);
+export const listPaymentProblemsInput = z.object({
+  status: paymentProblemStatus.optional().describe("Both when unset"),
+  account_id: z.string().min(1).max(64).optional(),
+});
+export const operatorPayment = z.object({
+  id: z.string(),
+  account_id: z.string(),
+  mode,
+  card_id: z.string(),
+  transaction_id: z.string(),
+  kind: z.enum(["hold_capture", "charge", "refund"]),
+  amount_cents: z.number().int(),
+  status: paymentProblemStatus,
+  attempts: z.number().int(),
+  last_error: z.string().nullable(),
+  created_at: timestamp,
+  updated_at: timestamp,
 });
 
 /** Endpoints without parameters (trpc-to-openapi needs an object input). */

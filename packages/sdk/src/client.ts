@@ -7,6 +7,7 @@ import type {
   ApprovalRejectParams,
   ApprovalRejectResult,
   ApprovalStatus,
+  Authorization,
   Balance,
   Card,
   CardCloseResult,
@@ -16,11 +17,16 @@ import type {
   CardDetail,
   CardListParams,
   CardRetrieveParams,
+  ListByCardParams,
   ListResponse,
   Policy,
   PolicyUpdateParams,
   PurchaseParams,
   PurchaseResult,
+  TestAuthorizeParams,
+  TestCaptureParams,
+  TestRefundParams,
+  Transaction,
 } from "./types.js";
 
 /**
@@ -38,6 +44,8 @@ export type ListParams<P> = Omit<P, "limit" | "starting_after"> & {
 export type CardListQuery = ListParams<CardListParams>;
 /** Query of `approvals.list`. */
 export type ApprovalListQuery = ListParams<ApprovalListParams>;
+/** Query of `authorizations.list` and `transactions.list`. */
+export type ListByCardQuery = ListParams<ListByCardParams>;
 
 /** How an approval request ended. */
 export type ApprovalDecision =
@@ -300,15 +308,69 @@ const isTransient = (err: unknown) =>
   err instanceof InternalServerError ||
   (err instanceof ProcessorError && err.status !== 503);
 
-/** Test-mode helpers (work only with `sk_test_` keys). */
+/** A list of the card money lifecycle (`GET /v1/authorizations`, `GET /v1/transactions`), newest first. */
+class LifecycleList<T extends { id: string }> {
+  /** @internal */
+  constructor(
+    private readonly http: HttpClient,
+    private readonly path: string,
+  ) {}
+
+  /**
+   * Lists newest first; `card_id` keeps one card's. `await` it for one page, or `for await` to walk
+   * every page.
+   */
+  list(params: ListByCardQuery = {}, options?: RequestOptions): PagePromise<T> {
+    return new PagePromise<T>((cursor) =>
+      this.http.request<ListResponse<T>>({ method: "GET", path: this.path, query: { ...params, starting_after: cursor ?? params.starting_after }, options }),
+    );
+  }
+}
+
+/** Authorizations: every merchant request on a card, approved or declined, with its reason. */
+export class Authorizations extends LifecycleList<Authorization> {}
+/** Transactions: what settled on cards (captures) and came back (refunds). */
+export class Transactions extends LifecycleList<Transaction> {}
+
+/** Test-mode helpers (work only with `sk_test_` keys): they play the card network's part. */
 export class TestHelpers {
   /** @internal Use `new Cardctl(...).testHelpers`. */
   constructor(private readonly http: HttpClient) {}
 
+  /** A merchant asks to charge the card (`POST /v1/test_helpers/cards/{id}/authorizations`); 0 is a verification. */
+  authorize(cardId: string, params: TestAuthorizeParams, options?: RequestOptions): Promise<Authorization> {
+    return this.http.request({ method: "POST", path: `/test_helpers/cards/${seg(cardId)}/authorizations`, body: params, options });
+  }
+
+  /** Settles an authorization for its amount, or another (`amount_cents`): a capture transaction. */
+  capture(authorizationId: string, params: TestCaptureParams = {}, options?: RequestOptions): Promise<Transaction> {
+    return this.http.request({ method: "POST", path: `/test_helpers/authorizations/${seg(authorizationId)}/capture`, body: params, options });
+  }
+
+  /** The merchant reverses a pending authorization: a card it used is OPEN again. */
+  reverse(authorizationId: string, options?: RequestOptions): Promise<Authorization> {
+    return this.http.request({ method: "POST", path: `/test_helpers/authorizations/${seg(authorizationId)}/reverse`, options });
+  }
+
+  /** A pending authorization expires unsettled: a card it used is OPEN again. */
+  expire(authorizationId: string, options?: RequestOptions): Promise<Authorization> {
+    return this.http.request({ method: "POST", path: `/test_helpers/authorizations/${seg(authorizationId)}/expire`, options });
+  }
+
+  /** The merchant refunds a capture, in full or `amount_cents` of it. */
+  refund(transactionId: string, params: TestRefundParams = {}, options?: RequestOptions): Promise<Transaction> {
+    return this.http.request({ method: "POST", path: `/test_helpers/transactions/${seg(transactionId)}/refund`, body: params, options });
+  }
+
+  /** The processor lets the card's hold lapse: the card is closed at once. */
+  expireHold(cardId: string, options?: RequestOptions): Promise<Card> {
+    return this.http.request({ method: "POST", path: `/test_helpers/cards/${seg(cardId)}/expire_hold`, options });
+  }
+
   /**
-   * Simulates a purchase on a card (`POST /v1/test_helpers/cards/{id}/purchase`), as the processor
-   * would report it: the first authorized purchase makes a single-use card USED. Resolves to
-   * `{ approved, decline_reason, amount_cents, card }`.
+   * Simulates a purchase on a card (`POST /v1/test_helpers/cards/{id}/purchase`): an authorization
+   * and its settlement in one call; the first approved purchase makes a single-use card USED.
+   * Resolves to `{ approved, decline_reason, amount_cents, card }`.
    * @throws {PermissionError} with a live key.
    */
   purchase(cardId: string, params: PurchaseParams, options?: RequestOptions): Promise<PurchaseResult> {
@@ -333,6 +395,10 @@ export class Cardctl {
   readonly policies: Policies;
   /** Approval requests. */
   readonly approvals: Approvals;
+  /** Authorizations on cards (the card money lifecycle). */
+  readonly authorizations: Authorizations;
+  /** Transactions on cards: captures and refunds. */
+  readonly transactions: Transactions;
   /** Test-mode helpers (sk_test_ keys only). */
   readonly testHelpers: TestHelpers;
   /** The resolved base URL (without `/v1`). */
@@ -350,6 +416,8 @@ export class Cardctl {
     this.balance = new BalanceResource(http);
     this.policies = new Policies(http);
     this.approvals = new Approvals(http, this);
+    this.authorizations = new Authorizations(http, "/authorizations");
+    this.transactions = new Transactions(http, "/transactions");
     this.testHelpers = new TestHelpers(http);
   }
 }

@@ -46,7 +46,7 @@ export class PermissionError extends CardctlError {}
 
 /** 403 `setup_required`: the account must finish set-up before cards can be created. */
 export class SetupRequiredError extends PermissionError {
-  /** What is missing: `"kyb"` and/or `"payment_method"`. */
+  /** What is missing: `"kyb"`, `"payment_method"` and/or (on Stripe) `"cardholder"`. */
   readonly missing: string[];
   /** Where a human completes the set-up. */
   readonly setupUrl: string | undefined;

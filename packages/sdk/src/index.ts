@@ -4,6 +4,8 @@ export {
   BalanceResource,
   Policies,
   Approvals,
+  Authorizations,
+  Transactions,
   TestHelpers,
   type ApprovalDecision,
   type CreateAndWaitResult,
@@ -11,6 +13,7 @@ export {
   type ListParams,
   type CardListQuery,
   type ApprovalListQuery,
+  type ListByCardQuery,
 } from "./client.js";
 export type { ClientOptions, RequestOptions, Fetch } from "./core.js";
 export { Page, PagePromise } from "./pagination.js";

@@ -34,6 +34,15 @@ export type PurchaseInput = z.input<typeof s.purchaseInput>;
 /** Body of `POST /v1/test_helpers/cards/{id}/purchase`. */
 export type PurchaseParams = Omit<PurchaseInput, "id">;
 
+/** Query of `GET /v1/authorizations` and `GET /v1/transactions` (`card_id` filters by card). */
+export type ListByCardParams = z.input<typeof s.listByCardInput>;
+/** Body of `POST /v1/test_helpers/cards/{id}/authorizations`. */
+export type TestAuthorizeParams = Omit<z.input<typeof s.testAuthorizeInput>, "id">;
+/** Body of `POST /v1/test_helpers/authorizations/{id}/capture`. */
+export type TestCaptureParams = Omit<z.input<typeof s.testCaptureInput>, "id">;
+/** Body of `POST /v1/test_helpers/transactions/{id}/refund`. */
+export type TestRefundParams = Omit<z.input<typeof s.testRefundInput>, "id">;
+
 // ---- responses (z.output: what the server returns) ----
 
 /** A card as issued (201 of `POST /v1/cards` and of approve). */
@@ -58,6 +67,10 @@ export type Approval = z.output<typeof s.approval>;
 export type ApprovalRejectResult = z.output<typeof s.rejectOutput>;
 /** Response of `POST /v1/test_helpers/cards/{id}/purchase`. */
 export type PurchaseResult = z.output<typeof s.purchaseOutput>;
+/** A merchant's request to charge a card, approved or declined in real time. */
+export type Authorization = z.output<typeof s.authorization>;
+/** Money that settled on a card (`capture`) or came back from the merchant (`refund`). */
+export type Transaction = z.output<typeof s.transaction>;
 /** A page of a list endpoint, as the server sends it. */
 export type ListResponse<T> = { data: T[]; has_more: boolean };
 /** The error envelope of every non-2xx response. */

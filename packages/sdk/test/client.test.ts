@@ -42,6 +42,7 @@ describe("Cardctl against the real server", () => {
       max_per_card_cents: 50000,
       approval_required: false,
       setup_complete: true,
+      uncollected_cents: 0,
     });
     expect(await c.policies.retrieveDefault()).toEqual({ approval_required: false, max_amount_cents: 50000 });
     expect(await c.policies.updateDefault({ max_amount_cents: 3000 })).toEqual({ approval_required: false, max_amount_cents: 3000 });
@@ -234,6 +235,34 @@ describe("Cardctl against the real server", () => {
     const t1 = Date.now();
     await expect(slow.balance.retrieve({ signal: ac2.signal })).rejects.toBeInstanceOf(UserAbortError);
     expect(Date.now() - t1).toBeLessThan(2000);
+  });
+
+  it("the card money lifecycle: test helpers play the network; authorizations and transactions list per card", async () => {
+    const c = await fresh();
+    const card = await c.cards.create({ amount_cents: 1000 });
+    if (card.status === "PENDING_APPROVAL") throw new Error("expected a card");
+    expect(card.expires_at).toMatch(/Z$/);
+    const verification = await c.testHelpers.authorize(card.id, { amount_cents: 0 });
+    expect(verification).toMatchObject({ approved: true, amount_cents: 0 });
+    const auth = await c.testHelpers.authorize(card.id, { amount_cents: 600, merchant: { name: "Bookshop", country: "US" } });
+    expect(auth).toMatchObject({ approved: true, status: "pending", merchant: { name: "Bookshop", category: null, country: "US" } });
+    const txn = await c.testHelpers.capture(auth.id, { amount_cents: 1100 });
+    expect(txn).toMatchObject({ type: "capture", amount_cents: 1100, authorization_id: auth.id });
+    const refund = await c.testHelpers.refund(txn.id, { amount_cents: 100 });
+    expect(refund).toMatchObject({ type: "refund", amount_cents: 100 });
+    expect((await c.cards.get(card.id)).spent_cents).toBe(1000);
+    const auths = await c.authorizations.list({ card_id: card.id }).toArray();
+    expect(auths.map((a) => a.id)).toEqual([auth.id, verification.id]);
+    const txns = await c.transactions.list({ card_id: card.id, limit: 1 }).toArray();
+    expect(txns.map((t) => t.type)).toEqual(["refund", "capture"]);
+    const other = await c.cards.create({ amount_cents: 300 });
+    if (other.status === "PENDING_APPROVAL") throw new Error("expected a card");
+    expect(await c.testHelpers.expireHold(other.id)).toMatchObject({ id: other.id, status: "CLOSED" });
+    const third = await c.cards.create({ amount_cents: 300 });
+    if (third.status === "PENDING_APPROVAL") throw new Error("expected a card");
+    const back = await c.testHelpers.reverse((await c.testHelpers.authorize(third.id, { amount_cents: 300 })).id);
+    expect(back.status).toBe("reversed");
+    expect((await c.cards.get(third.id)).status).toBe("OPEN");
   });
 
   it("accepts a base URL ending in /v1 or a slash, and exports the contract's schemas", async () => {

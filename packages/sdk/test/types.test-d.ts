@@ -40,6 +40,11 @@ export type InputChecks = [
   Assert<Mutual<T.CardRetrieveParams & { id: string }, In["cards"]["get"]>>,
   Assert<Mutual<T.ApprovalRejectParams & { id: string }, In["approvals"]["reject"]>>,
   Assert<Mutual<T.PurchaseParams & { id: string }, In["testHelpers"]["purchase"]>>,
+  Assert<Equals<T.ListByCardParams, In["authorizations"]["list"]>>,
+  Assert<Equals<T.ListByCardParams, In["transactions"]["list"]>>,
+  Assert<Mutual<T.TestAuthorizeParams & { id: string }, In["testHelpers"]["authorize"]>>,
+  Assert<Mutual<T.TestCaptureParams & { id: string }, In["testHelpers"]["capture"]>>,
+  Assert<Mutual<T.TestRefundParams & { id: string }, In["testHelpers"]["refund"]>>,
   // the narrowed list queries (limit: number) are still valid router inputs
   Assert<Extends<CardListQuery, In["cards"]["list"]>>,
   Assert<Extends<ApprovalListQuery, In["approvals"]["list"]>>,
@@ -61,6 +66,12 @@ export type OutputChecks = [
   Assert<Equals<T.CardCreated, Out["approvals"]["approve"]>>,
   Assert<Equals<T.ApprovalRejectResult, Out["approvals"]["reject"]>>,
   Assert<Equals<T.PurchaseResult, Out["testHelpers"]["purchase"]>>,
+  Assert<Equals<T.ListResponse<T.Authorization>, Out["authorizations"]["list"]>>,
+  Assert<Equals<T.ListResponse<T.Transaction>, Out["transactions"]["list"]>>,
+  Assert<Equals<T.Authorization, Out["testHelpers"]["authorize"]>>,
+  Assert<Equals<T.Transaction, Out["testHelpers"]["capture"]>>,
+  Assert<Equals<T.Transaction, Out["testHelpers"]["refund"]>>,
+  Assert<Equals<T.Card, Out["testHelpers"]["expireHold"]>>,
 ];
 
 // ---- the client's methods use exactly those types ----
@@ -81,6 +92,9 @@ export type MethodChecks = [
   Assert<Equals<Ret<C["approvals"]["approve"]>, Promise<Out["approvals"]["approve"]>>>,
   Assert<Equals<Ret<C["approvals"]["reject"]>, Promise<Out["approvals"]["reject"]>>>,
   Assert<Equals<Ret<C["testHelpers"]["purchase"]>, Promise<Out["testHelpers"]["purchase"]>>>,
+  Assert<Equals<Ret<C["authorizations"]["list"]>, PagePromise<Out["authorizations"]["list"]["data"][number]>>>,
+  Assert<Equals<Ret<C["transactions"]["list"]>, PagePromise<Out["transactions"]["list"]["data"][number]>>>,
+  Assert<Equals<Ret<C["testHelpers"]["capture"]>, Promise<Out["testHelpers"]["capture"]>>>,
 ];
 
 // ---- the create result discriminates on `status` ----

@@ -1,8 +1,8 @@
 import { AppError, safeEqual, sha256, type Services } from "@cardctl/api";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { sendError } from "./errors.js";
+import { queryCarriesCredential } from "./secrets-in-urls.js";
 
-const QUERY_KEYS = ["api_key", "key", "access_token"];
 /** Paths that need no credentials. */
 const PUBLIC = /^\/(v1\/openapi\.json|docs|setup|health|v1\/webhooks\/)/;
 
@@ -17,9 +17,8 @@ export const isAdminPath = (url: string) => url.startsWith("/admin/");
 export function registerAuth(app: FastifyInstance, services: Services, adminTokenHash: string) {
   app.addHook("onRequest", async (req) => {
     const url = req.url;
-    if (PUBLIC.test(url) || (!isApiPath(url) && !isAdminPath(url))) return;
-    const query = url.includes("?") ? new URLSearchParams(url.slice(url.indexOf("?") + 1)) : null;
-    if (query && [...query.keys()].some((k) => QUERY_KEYS.includes(k.toLowerCase()))) {
+    // On every path: a key in a URL is exposed (logs, proxies, browser history) whatever it reached.
+    if (queryCarriesCredential(url)) {
       req.authError = new AppError(
         401,
         "unauthorized",
@@ -27,6 +26,7 @@ export function registerAuth(app: FastifyInstance, services: Services, adminToke
       );
       return;
     }
+    if (PUBLIC.test(url) || (!isApiPath(url) && !isAdminPath(url))) return;
     if (isAdminPath(url)) {
       req.isAdmin = checkAdmin(req, adminTokenHash);
       if (!req.isAdmin) req.authError = new AppError(401, "unauthorized", "Invalid admin token. Send it as 'Authorization: Bearer <ADMIN_TOKEN>'.");

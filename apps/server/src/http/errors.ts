@@ -1,9 +1,34 @@
-import { AppError, errorEnvelope, toAppError, type ErrorEnvelope } from "@cardctl/api";
+import { AppError, errorEnvelope, newId, toAppError, type ErrorEnvelope } from "@cardctl/api";
+import { STATUS_CODES } from "node:http";
+import type { Socket } from "node:net";
 import { TRPCError } from "@trpc/server";
 import type { TRPC_ERROR_CODE_KEY } from "@trpc/server/rpc";
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 
 export const BODY_LIMIT = 100 * 1024;
+
+/**
+ * Deepest nesting of a JSON body. Ours nest 3 levels; `[` × 20,000 fits in 100 kB and overflowed
+ * the stack in everything recursive after the parser (hashing, validation, re-serialising).
+ */
+export const MAX_JSON_DEPTH = 32;
+
+/** True when `text` (JSON or not) opens more than `max` arrays/objects at once; strings are skipped. */
+export function nestsDeeperThan(text: string, max: number): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 92 /* \\ */) i++;
+      else if (c === 34 /* " */) inString = false;
+    } else if (c === 34) inString = true;
+    else if (c === 91 /* [ */ || c === 123 /* { */) {
+      if (++depth > max) return true;
+    } else if (c === 93 /* ] */ || c === 125 /* } */) depth--;
+  }
+  return false;
+}
 
 /** Answers with the error envelope; handed to the onSend hook too, which then need not parse it back. */
 export function sendError(req: FastifyRequest, reply: FastifyReply, err: AppError) {
@@ -44,6 +69,30 @@ export function frameworkErrors(err: FastifyError, req: FastifyRequest, reply: F
   return sendError(req, reply, appErr);
 }
 
+/** Connection-level failures Node answers before Fastify sees a request. */
+const CLIENT_ERRORS: Record<string, [number, string, string]> = {
+  HPE_HEADER_OVERFLOW: [431, "headers_too_large", "The request headers are too large."],
+  ERR_HTTP_REQUEST_TIMEOUT: [408, "request_timeout", "The request was not received in time; send the whole request promptly."],
+};
+
+/**
+ * Fastify's clientErrorHandler: requests Node's parser refuses (headers too large, a request not
+ * received within the request timeout, malformed HTTP) get the error envelope and a Request-Id
+ * like every other error, written on the socket, which is then closed.
+ */
+export function clientErrorHandler(err: NodeJS.ErrnoException, socket: Socket) {
+  if (err.code === "ECONNRESET" || socket.destroyed) return;
+  const [status, code, message] = CLIENT_ERRORS[err.code ?? ""] ?? [400, "bad_request", "The request is not valid HTTP."];
+  const requestId = newId("req");
+  const body = JSON.stringify(errorEnvelope(requestId, code, message));
+  if (socket.writable)
+    socket.write(
+      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
+        `Request-Id: ${requestId}\r\nConnection: close\r\n\r\n${body}`,
+    );
+  socket.destroy();
+}
+
 /**
  * One error envelope for every failure, whichever layer produced it: Fastify, the tRPC adapter,
  * the REST routes, or a procedure.
@@ -55,6 +104,8 @@ export function registerErrorShaping(app: FastifyInstance) {
   app.addContentTypeParser("application/json", { parseAs: "string", bodyLimit: BODY_LIMIT }, (_req, body, done) => {
     const text = String(body);
     if (text.trim() === "") return done(null, undefined);
+    if (nestsDeeperThan(text, MAX_JSON_DEPTH))
+      return done(new AppError(400, "invalid_json", `The request body nests deeper than ${MAX_JSON_DEPTH} levels.`), undefined);
     try {
       done(null, JSON.parse(text));
     } catch {
@@ -78,7 +129,8 @@ export function registerErrorShaping(app: FastifyInstance) {
   });
 
   app.addHook("onSend", async (req, reply, payload) => {
-    if (reply.statusCode < 400 || typeof payload !== "string") return payload;
+    // A replayed stored error is sent as stored: its body keeps the first request's request_id.
+    if (reply.statusCode < 400 || typeof payload !== "string" || reply.hasHeader("idempotent-replayed")) return payload;
     return JSON.stringify(req.errorEnvelope ?? normalize(req, payload));
   });
 }

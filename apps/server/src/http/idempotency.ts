@@ -10,12 +10,28 @@ declare module "fastify" {
   }
 }
 
-const requestHash = (req: FastifyRequest) =>
-  sha256(`${req.method} ${req.url.split("?")[0]}\n${JSON.stringify(req.body ?? null)}`);
+/** JSON with every object's keys in order: the same request in another field order is the same request. */
+const canonical = (value: unknown): string =>
+  Array.isArray(value)
+    ? `[${value.map(canonical).join(",")}]`
+    : value !== null && typeof value === "object"
+      ? `{${Object.keys(value)
+          .sort()
+          .map((k) => `${JSON.stringify(k)}:${canonical((value as Record<string, unknown>)[k])}`)
+          .join(",")}}`
+      : JSON.stringify(value ?? null);
 
-/** Outcomes a retry must be able to redo: bad input and server-side failures are not remembered. */
-const forgettable = (status: number, payload: string) =>
-  status === 400 || status >= 500 || (status === 409 && payload.includes('"idempotency_key_in_use"'));
+const requestHash = (req: FastifyRequest) => sha256(`${req.method} ${req.url.split("?")[0]}\n${canonical(req.body)}`);
+
+/**
+ * What happens to a claimed key after its answer. Bad input (400) ran nothing: the key is
+ * forgotten, so the corrected request may use it. An answer that a retry must be able to redo
+ * (still running elsewhere, 409; a server-side failure, 5xx) may have left work behind (a card in
+ * CREATING): the key is kept, with the request it belongs to, and unlocked, so the retry takes
+ * over under the same claim and finds that work. Anything else is the answer, stored.
+ */
+const afterAnswer = (status: number, payload: string): "forget" | "unlock" | "store" =>
+  status === 400 ? "forget" : status >= 500 || (status === 409 && payload.includes('"idempotency_key_in_use"')) ? "unlock" : "store";
 
 /**
  * Idempotency for every POST on both transports (DESIGN 3.4): after auth and rate limiting,
@@ -45,7 +61,9 @@ export function registerIdempotency(app: FastifyInstance, services: Services) {
     const claim = req.idempotency;
     if (!claim || typeof payload !== "string") return payload;
     req.idempotency = undefined;
-    if (forgettable(reply.statusCode, payload)) await services.idempotency.release(claim.keyId, claim.key);
+    const next = afterAnswer(reply.statusCode, payload);
+    if (next === "forget") await services.idempotency.forget(claim.keyId, claim.key);
+    else if (next === "unlock") await services.idempotency.unlock(claim.keyId, claim.key);
     else await services.idempotency.complete(claim.keyId, claim.key, reply.statusCode, payload);
     return payload;
   });

@@ -2,22 +2,41 @@ import { AppError } from "@cardctl/api";
 import rateLimit from "@fastify/rate-limit";
 import type { FastifyInstance } from "fastify";
 import { Redis } from "ioredis";
+import { createFallbackStore } from "./rate-limit-store.js";
 
 const HOUR_MS = 60 * 60 * 1000;
+/** Longest a request waits on Redis before it is counted by this instance alone. */
+const REDIS_TIMEOUT_MS = 250;
 
 /**
  * @fastify/rate-limit, per API key (or per client IP for requests without a valid key, so keys
  * cannot be brute-forced; the operator's requests are not limited), shared through Redis when REDIS_URL is set. The spec wants
  * RateLimit-Reset as a unix timestamp; the plugin sends seconds-until-reset, converted on send.
+ * While Redis is unreachable, counting falls back to this instance's memory (rate-limit-store.ts).
  */
 export async function registerRateLimit(app: FastifyInstance, perHour: number, redisUrl: string | undefined) {
-  const redis = redisUrl ? new Redis(redisUrl, { maxRetriesPerRequest: 2, enableOfflineQueue: true }) : undefined;
+  // Fail fast while disconnected (no offline queue: a command is refused at once instead of
+  // waiting for a reconnect; pending ones are dropped on a disconnect, not replayed after it, as
+  // they were counted locally already), and keep reconnecting, at most a second apart.
+  const redis = redisUrl
+    ? new Redis(redisUrl, {
+        enableOfflineQueue: false,
+        autoResendUnfulfilledCommands: false,
+        maxRetriesPerRequest: 0,
+        commandTimeout: REDIS_TIMEOUT_MS,
+        connectTimeout: 1000,
+        retryStrategy: (attempt) => Math.min(attempt * 100, 1000),
+      })
+    : undefined;
+  const store = redis
+    ? await createFallbackStore(redis, { nameSpace: "cardctl-rate-limit:", log: app.log, timeoutMs: REDIS_TIMEOUT_MS })
+    : undefined;
   await app.register(rateLimit, {
     global: true,
     max: perHour,
     timeWindow: HOUR_MS,
     enableDraftSpec: true,
-    ...(redis ? { redis, nameSpace: "cardctl-rate-limit:" } : {}),
+    ...(store ? { store } : {}),
     keyGenerator: (req) => (req.principal ? `key:${req.principal.keyId}` : `ip:${req.ip}`),
     // The operator (valid admin token) is trusted; a wrong admin token is limited per IP like any.
     allowList: (req) => req.isAdmin === true,
@@ -34,5 +53,6 @@ export async function registerRateLimit(app: FastifyInstance, perHour: number, r
     if (untilReset !== undefined) reply.header("ratelimit-reset", Math.floor(Date.now() / 1000) + Number(untilReset));
     return payload;
   });
-  if (redis) app.addHook("onClose", async () => void (await redis.quit()));
+  // quit() is refused while disconnected (no offline queue); disconnect() also stops reconnecting.
+  if (redis) app.addHook("onClose", async () => void (await redis.quit().catch(() => redis.disconnect())));
 }

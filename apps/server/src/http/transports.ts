@@ -20,7 +20,9 @@ function toFetchRequest(req: FastifyRequest): Request {
   }
   const hasBody = hasJsonBody(req.method);
   if (hasBody) headers.set("content-type", "application/json");
-  return new Request(`http://${req.hostname}${req.url}`, {
+  // The origin is fixed: the adapter reads only the path and query, and a client's Host header
+  // (`a b`, `%00`) would make the URL unparseable.
+  return new Request(`http://localhost${req.url}`, {
     method: req.method,
     headers,
     body: hasBody ? JSON.stringify(req.body ?? {}) : undefined,

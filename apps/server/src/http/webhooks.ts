@@ -2,6 +2,7 @@ import { AppError, ProcessorEventLog, type Mode, type Services } from "@cardctl/
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import Stripe from "stripe";
 import { sendError } from "./errors.js";
+import { parseStripeEvent, stripeVersionHeader, type EventIssue, type IssuingCardRef, type ParsedStripeEvent, type StripeEventEnvelope } from "./stripe-events.js";
 
 export const STRIPE_WEBHOOK_PATH = "/v1/webhooks/stripe";
 
@@ -12,13 +13,17 @@ type Outcome = "approved" | "declined" | "applied" | "ignored";
  * the signature (STRIPE_WEBHOOK_SECRET) is verified on the raw bytes. No API key (the auth hook
  * skips /v1/webhooks/), no rate limit (a 429 would decline real purchases).
  *
- * - issuing_authorization.request: Stripe's synchronous webhook; answered 200 with
- *   `{approved}` and a Stripe-Version header, within Stripe's 2 s deadline: only the database
- *   decides (card OPEN, amount within remaining_cents, first purchase wins); the capture of the hold
- *   and the deactivation of the card run after the answer.
- * - issuing_authorization.created (approved) and issuing_transaction.created (capture): the same
- *   purchase path, for when the request event did not come (or came later; order is not assumed).
+ * - issuing_authorization.request: Stripe's synchronous webhook; answered 200 with `{approved}`
+ *   and a Stripe-Version header, within Stripe's 2 s deadline, decided from the database only
+ *   (DESIGN 3.6): a repeat of a decided authorization is an increment of it.
+ * - issuing_authorization.created / .updated: Stripe's final answer (a decline after we approved
+ *   gives the card back) and reversals or expiries of authorizations that will not settle.
+ * - issuing_transaction.created: settlement (captures, for any amount) and refunds: money moves here.
+ * - payment_intent.canceled: a card's hold lapsed or was canceled: the card is closed at once.
  * Events are deduplicated by id; a replayed request event gets the decision it got the first time.
+ *
+ * A signed payload is validated (stripe-events.ts) before anything uses it: a malformed event is
+ * 400 invalid_event, whatever its type, the synchronous request event included.
  */
 export async function registerStripeWebhooks(app: FastifyInstance, services: Services, webhookSecret: string | undefined) {
   const events = new ProcessorEventLog(services.deps.ds);
@@ -30,18 +35,28 @@ export async function registerStripeWebhooks(app: FastifyInstance, services: Ser
         return sendError(req, reply, new AppError(503, "processor_not_configured", "Stripe webhooks are not configured: set STRIPE_WEBHOOK_SECRET."));
       const raw = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
       const signature = req.headers["stripe-signature"];
-      let event: Stripe.Event;
+      const invalidSignature = () =>
+        sendError(req, reply, new AppError(400, "invalid_signature", "The Stripe-Signature header does not verify against this payload."));
+      if (!signature) return invalidSignature();
+      let payload: unknown;
       try {
-        if (!signature) throw new Error("missing");
-        event = Stripe.webhooks.constructEvent(raw, signature, webhookSecret);
-      } catch {
-        return sendError(req, reply, new AppError(400, "invalid_signature", "The Stripe-Signature header does not verify against this payload."));
+        payload = Stripe.webhooks.constructEvent(raw, signature, webhookSecret);
+      } catch (err) {
+        if (err instanceof Stripe.errors.StripeSignatureVerificationError) return invalidSignature();
+        // Signed, but not JSON (or a thin event notification, which this endpoint does not take).
+        return invalidEvent(req, reply, [{ path: "(body)", message: "Expected a JSON Stripe event" }]);
       }
-      return handle(req, reply, event);
+      // A valid signature is no promise of a well-formed event: validated before anything uses it.
+      // For issuing_authorization.request too: a 400 (rather than {approved: false}) makes Stripe
+      // apply the card's default decline behaviour to a request event it cannot be told about.
+      const parsed = parseStripeEvent(payload);
+      if (!parsed.success) return invalidEvent(req, reply, parsed.issues);
+      return handle(req, reply, parsed.value);
     });
   });
 
-  async function handle(req: FastifyRequest, reply: FastifyReply, event: Stripe.Event) {
+  async function handle(req: FastifyRequest, reply: FastifyReply, parsed: ParsedStripeEvent) {
+    const { event } = parsed;
     const synchronous = event.type === "issuing_authorization.request";
     const claim = await events.claim(event.id, event.type);
     if (claim.kind === "seen") {
@@ -57,7 +72,7 @@ export async function registerStripeWebhooks(app: FastifyInstance, services: Ser
     }
     let outcome: Outcome;
     try {
-      outcome = await apply(event);
+      outcome = await apply(parsed);
     } catch (err) {
       await events.release(event.id).catch(() => undefined);
       req.log.error({ err, event_id: event.id, event_type: event.type }, "stripe webhook failed");
@@ -69,44 +84,88 @@ export async function registerStripeWebhooks(app: FastifyInstance, services: Ser
     return reply.code(200).send({ received: true, outcome });
   }
 
-  async function apply(event: Stripe.Event): Promise<Outcome> {
+  async function apply(parsed: ParsedStripeEvent): Promise<Outcome> {
+    if (!parsed.handled) return "ignored";
+    const { event } = parsed;
     const mode: Mode = event.livemode ? "live" : "test";
+    const { cards, lifecycle } = services;
     switch (event.type) {
       case "issuing_authorization.request": {
+        // The real-time decision, from the database only (Stripe waits at most 2 s).
         const auth = event.data.object;
         const amount = auth.pending_request?.amount ?? auth.amount;
-        const result = await services.cards.purchaseFromProcessor(cardRef(mode, auth.card), amount, "later");
-        return result?.approved ? "approved" : "declined";
+        const seen = await lifecycle.byProcessorAuthorization(mode, auth.id);
+        // A request on an authorization already decided is an increment of it (or a repeat).
+        if (seen) return seen.approved && (amount <= seen.amount_cents || (await lifecycle.increment(seen, amount))) ? "approved" : "declined";
+        const card = await cards.findByProcessor(cardRef(mode, auth.card));
+        if (!card) return "declined";
+        const decided = await lifecycle.authorize(card, { amountCents: amount, merchant: auth.merchant_data ?? undefined, processorAuthorizationId: auth.id });
+        return decided.approved ? "approved" : "declined";
       }
       case "issuing_authorization.created": {
+        // Stripe's final answer. A decline after we approved: nothing will settle, the card is given back.
         const auth = event.data.object;
-        if (!auth.approved) return "ignored";
-        const result = await services.cards.purchaseFromProcessor(cardRef(mode, auth.card), auth.amount, "now");
-        return result?.approved ? "applied" : "ignored";
+        const seen = await lifecycle.byProcessorAuthorization(mode, auth.id);
+        if (seen && !auth.approved && seen.approved && seen.status === "pending") await lifecycle.release(seen, "declined");
+        else if (!seen && auth.approved) {
+          // The request event never reached us (Stripe decided alone): record the authorization.
+          const card = await cards.findByProcessor(cardRef(mode, auth.card));
+          if (!card) return "ignored";
+          await lifecycle.authorize(card, { amountCents: auth.amount, merchant: auth.merchant_data ?? undefined, processorAuthorizationId: auth.id });
+        } else return "ignored";
+        return "applied";
+      }
+      case "issuing_authorization.updated": {
+        const auth = event.data.object;
+        const seen = await lifecycle.byProcessorAuthorization(mode, auth.id);
+        if (!seen || seen.status !== "pending" || (auth.status !== "reversed" && auth.status !== "expired")) return "ignored";
+        await lifecycle.release(seen, auth.status);
+        return "applied";
       }
       case "issuing_transaction.created": {
+        // Money moves only here: a capture settles (for any amount), a refund comes back.
         const tx = event.data.object;
-        if (tx.type !== "capture") return "ignored";
-        const result = await services.cards.purchaseFromProcessor(cardRef(mode, tx.card), Math.abs(tx.amount), "now");
-        return result?.approved ? "applied" : "ignored";
+        const card = await cards.findByProcessor(cardRef(mode, tx.card));
+        if (!card) return "ignored";
+        const merchantName = tx.merchant_data?.name ?? null;
+        if (tx.type === "refund") await lifecycle.refund(card, { amountCents: Math.abs(tx.amount), processorTransactionId: tx.id, merchantName });
+        else if (tx.type === "capture") {
+          const authRef = typeof tx.authorization === "string" ? tx.authorization : tx.authorization?.id;
+          const auth = authRef ? await lifecycle.byProcessorAuthorization(mode, authRef) : null;
+          await lifecycle.settle(card, { amountCents: Math.abs(tx.amount), authorizationId: auth?.id ?? null, processorTransactionId: tx.id, merchantName });
+        } else return "ignored";
+        return "applied";
       }
-      default:
-        return "ignored";
+      case "payment_intent.canceled": {
+        // A hold canceled at Stripe (it lapsed after about 7 days): the card must not take more.
+        const pi = event.data.object;
+        const card = await cards.findByProcessor({ mode, cardId: pi.metadata?.card_id });
+        if (!card || card.hold_id !== pi.id || card.hold_status !== "OPEN") return "ignored";
+        await lifecycle.holdCanceled(card);
+        return "applied";
+      }
     }
   }
 }
 
-function cardRef(mode: Mode, card: string | Stripe.Issuing.Card) {
+/** 400 invalid_event, with the issues like the project's validation errors. */
+function invalidEvent(req: FastifyRequest, reply: FastifyReply, issues: EventIssue[]) {
+  const message = `Invalid Stripe event: ${issues.map((i) => `${i.path}: ${i.message}`).join("; ")}`;
+  req.log.warn({ issues }, "stripe webhook event invalid");
+  return sendError(req, reply, new AppError(400, "invalid_event", message, { issues }));
+}
+
+function cardRef(mode: Mode, card: IssuingCardRef) {
   return typeof card === "string"
     ? { mode, processorCardId: card }
     : { mode, processorCardId: card.id, cardId: card.metadata?.card_id || undefined };
 }
 
 /** Stripe's synchronous webhook contract: 200, Stripe-Version, JSON `{approved}`. */
-function answerAuthorization(reply: FastifyReply, event: Stripe.Event, approved: boolean) {
+function answerAuthorization(reply: FastifyReply, event: StripeEventEnvelope, approved: boolean) {
   return reply
     .code(200)
-    .header("Stripe-Version", event.api_version ?? Stripe.API_VERSION)
+    .header("Stripe-Version", stripeVersionHeader(event.api_version))
     .type("application/json")
     .send({ approved });
 }

@@ -5,7 +5,8 @@ export type Role = "full" | "agent";
 /** CREATING and FAILED are internal: a card being minted, or one whose minting was compensated. */
 export type CardStatus = "CREATING" | "OPEN" | "USED" | "CLOSED" | "FAILED";
 /** PENDING: a hold may exist under the card's idempotency key (the call was made, its answer not recorded). */
-export type HoldStatus = "NONE" | "PENDING" | "OPEN" | "CAPTURED" | "RELEASED";
+/** EXPIRED: the processor canceled the hold (it lapsed) before we captured or released it. */
+export type HoldStatus = "NONE" | "PENDING" | "OPEN" | "CAPTURED" | "RELEASED" | "EXPIRED";
 export type ApprovalStatus = "PENDING" | "APPROVED" | "REJECTED" | "EXPIRED";
 
 export interface Account {
@@ -13,6 +14,8 @@ export interface Account {
   name: string;
   kyb_verified: boolean;
   payment_method: string | null;
+  /** JSON of CardholderDetails (domain/accounts.ts), set by the operator; null until then. */
+  cardholder: string | null;
   created_at: number;
 }
 
@@ -61,6 +64,10 @@ export interface Card {
   created_at: number;
   closed_at: number | null;
   used_at: number | null;
+  /** The request (idempotency scope) whose purchase made it USED, if it had a key. */
+  used_key: string | null;
+  /** Issue time + CARD_TTL_SECONDS: the card closes before its hold can lapse. */
+  expires_at: number;
 }
 
 export interface Approval {
@@ -77,6 +84,8 @@ export interface Approval {
   reason: string | null;
   card_id: string | null;
   creation_key: string | null;
+  /** The request (idempotency scope) that approved or rejected it, if it had a key. */
+  decision_key: string | null;
   expires_at: number;
   created_at: number;
   decided_at: number | null;
@@ -101,6 +110,7 @@ export const AccountEntity = new EntitySchema<Account>({
     name: str(200),
     kyb_verified: bool(),
     payment_method: str(255, true),
+    cardholder: { type: "text" as const, nullable: true },
     created_at: ms(),
   },
 });
@@ -160,6 +170,8 @@ export const CardEntity = new EntitySchema<Card>({
     created_at: ms(),
     closed_at: ms(true),
     used_at: ms(true),
+    used_key: str(255, true),
+    expires_at: ms(),
   },
 });
 
@@ -179,9 +191,139 @@ export const ApprovalEntity = new EntitySchema<Approval>({
     reason: str(500, true),
     card_id: str(40, true),
     creation_key: str(255, true),
+    decision_key: str(255, true),
     expires_at: ms(),
     created_at: ms(),
     decided_at: ms(true),
+  },
+});
+
+export type AuthorizationStatus = "pending" | "closed" | "reversed" | "expired";
+
+/** A merchant's request to charge a card (DESIGN 3.6), approved or declined in real time. */
+export interface Authorization {
+  seq: number;
+  id: string;
+  account_id: string;
+  mode: Mode;
+  card_id: string;
+  processor_authorization_id: string | null;
+  amount_cents: number;
+  approved: boolean;
+  decline_reason: string | null;
+  status: AuthorizationStatus;
+  merchant_name: string | null;
+  merchant_category: string | null;
+  merchant_country: string | null;
+  /** This authorization made its card USED; if it never settles the card is given back. */
+  consumed_card: boolean;
+  created_at: number;
+  updated_at: number;
+}
+
+export type TransactionType = "capture" | "refund";
+
+/** Money that settled on a card (capture) or came back from the merchant (refund). */
+export interface Transaction {
+  seq: number;
+  id: string;
+  account_id: string;
+  mode: Mode;
+  card_id: string;
+  authorization_id: string | null;
+  processor_transaction_id: string | null;
+  type: TransactionType;
+  amount_cents: number;
+  merchant_name: string | null;
+  created_at: number;
+}
+
+export type PaymentKind = "hold_capture" | "charge" | "refund";
+export type PaymentStatus = "pending" | "succeeded" | "uncollected" | "attention";
+
+/** Money moving from (or back to) the account's payment method because of a transaction. */
+export interface Payment {
+  seq: number;
+  id: string;
+  account_id: string;
+  mode: Mode;
+  card_id: string;
+  transaction_id: string;
+  kind: PaymentKind;
+  amount_cents: number;
+  status: PaymentStatus;
+  refund_of: string | null;
+  processor_payment_id: string | null;
+  attempts: number;
+  next_attempt_at: number | null;
+  last_error: string | null;
+  lease_until: number | null;
+  created_at: number;
+  updated_at: number;
+}
+
+export const AuthorizationEntity = new EntitySchema<Authorization>({
+  name: "Authorization",
+  tableName: "authorizations",
+  columns: {
+    seq: { type: "integer", primary: true, generated: "increment" },
+    id: str(40),
+    account_id: str(40),
+    mode: str(8),
+    card_id: str(40),
+    processor_authorization_id: str(255, true),
+    amount_cents: int(),
+    approved: bool(),
+    decline_reason: str(64, true),
+    status: str(16),
+    merchant_name: str(200, true),
+    merchant_category: str(100, true),
+    merchant_country: str(2, true),
+    consumed_card: bool(),
+    created_at: ms(),
+    updated_at: ms(),
+  },
+});
+
+export const TransactionEntity = new EntitySchema<Transaction>({
+  name: "Transaction",
+  tableName: "transactions",
+  columns: {
+    seq: { type: "integer", primary: true, generated: "increment" },
+    id: str(40),
+    account_id: str(40),
+    mode: str(8),
+    card_id: str(40),
+    authorization_id: str(40, true),
+    processor_transaction_id: str(255, true),
+    type: str(16),
+    amount_cents: int(),
+    merchant_name: str(200, true),
+    created_at: ms(),
+  },
+});
+
+export const PaymentEntity = new EntitySchema<Payment>({
+  name: "Payment",
+  tableName: "payments",
+  columns: {
+    seq: { type: "integer", primary: true, generated: "increment" },
+    id: str(40),
+    account_id: str(40),
+    mode: str(8),
+    card_id: str(40),
+    transaction_id: str(40),
+    kind: str(16),
+    amount_cents: int(),
+    status: str(16),
+    refund_of: str(40, true),
+    processor_payment_id: str(255, true),
+    attempts: int(),
+    next_attempt_at: ms(true),
+    last_error: str(500, true),
+    lease_until: ms(true),
+    created_at: ms(),
+    updated_at: ms(),
   },
 });
 
@@ -214,4 +356,4 @@ export const IdempotencyEntity = new EntitySchema<IdempotencyRecord>({
   },
 });
 
-export const entities = [AccountEntity, ApiKeyEntity, PolicyEntity, CardEntity, ApprovalEntity, IdempotencyEntity];
+export const entities = [AccountEntity, ApiKeyEntity, PolicyEntity, CardEntity, ApprovalEntity, IdempotencyEntity, AuthorizationEntity, TransactionEntity, PaymentEntity];

@@ -15,6 +15,10 @@ export type FastRepository<T extends ObjectLiteral> = Pick<
   Repository<T>,
   "findOneBy" | "find" | "update" | "insert" | "delete" | "findOne" | "createQueryBuilder"
 > & {
+  /** The statement `insert` runs, for `runAtomically`; only plain column values. */
+  insertStatement(entity: Partial<T>): Statement;
+  /** The statement `update` runs, for `runAtomically`; only the simple `where` shapes. */
+  updateStatement(criteria: FindOptionsWhere<T>, partial: Partial<T>, expect?: number): Statement;
   /**
    * `find`, with the database told to use `index` (FORCE INDEX on MySQL/MariaDB, INDEXED BY on
    * SQLite). MariaDB's sampled statistics, and SQLite without statistics, sometimes chose another
@@ -31,6 +35,11 @@ interface Compiled {
   params: unknown[];
 }
 
+/** One statement of an atomic group: if `expect` is set and it changes another number of rows, the group rolls back. */
+export interface Statement extends Compiled {
+  expect?: number;
+}
+
 const cache = new WeakMap<DataSource, Map<unknown, FastRepository<any>>>();
 
 /** A statement's outcome, as TypeORM's structured QueryResult has it. */
@@ -41,11 +50,17 @@ export interface SqlResult {
   raw: any;
 }
 
-type Statement = { reader: boolean; all(...p: unknown[]): Record<string, unknown>[]; run(...p: unknown[]): { changes: number; lastInsertRowid: number | bigint } };
-const statements = new WeakMap<DataSource, Map<string, Statement>>();
+type PreparedStatement = { reader: boolean; all(...p: unknown[]): Record<string, unknown>[]; run(...p: unknown[]): { changes: number; lastInsertRowid: number | bigint } };
+const statements = new WeakMap<DataSource, Map<string, PreparedStatement>>();
 const STATEMENT_CACHE = 500;
 
-type MysqlPool = { execute(sql: string, params: unknown[], done: (err: Error | null, raw: any) => void): void };
+type MysqlExecutor = { execute(sql: string, params: unknown[], done: (err: Error | null, raw: any) => void): void };
+
+/** One prepared statement on a mysql2 pool or connection, as a SqlResult. */
+async function mysqlExecute(on: MysqlExecutor, sql: string, params: unknown[]): Promise<SqlResult> {
+  const raw = await new Promise<any>((resolve, reject) => on.execute(sql, params, (err, result) => (err ? reject(err) : resolve(result))));
+  return Array.isArray(raw) ? { records: raw, raw } : { records: [], affected: raw.affectedRows, raw };
+}
 
 /**
  * One statement, outside any transaction, straight on the driver: TypeORM's query runner wraps
@@ -56,28 +71,77 @@ type MysqlPool = { execute(sql: string, params: unknown[], done: (err: Error | n
  * reads either shape).
  */
 export async function runSql(ds: DataSource, sql: string, params: unknown[]): Promise<SqlResult> {
-  if (ds.options.type === "better-sqlite3") {
-    let cached = statements.get(ds);
-    if (!cached) statements.set(ds, (cached = new Map()));
-    let stmt = cached.get(sql);
-    if (!stmt) {
-      if (cached.size >= STATEMENT_CACHE) cached.clear();
-      cached.set(sql, (stmt = (ds.driver as unknown as { databaseConnection: { prepare(s: string): Statement } }).databaseConnection.prepare(sql)));
-    }
-    if (stmt.reader) return { records: stmt.all(...params), raw: undefined };
-    const res = stmt.run(...params);
-    return { records: [], affected: res.changes, raw: res.lastInsertRowid };
+  if (ds.options.type === "better-sqlite3") return sqliteRun(ds, sql, params);
+  const pool = (ds.driver as unknown as { pool: MysqlExecutor }).pool;
+  return retryOnDeadlock(() => mysqlExecute(pool, sql, params));
+}
+
+/** One statement on better-sqlite3, synchronously, with prepared statements kept per SQL string. */
+function sqliteRun(ds: DataSource, sql: string, params: unknown[]): SqlResult {
+  let cached = statements.get(ds);
+  if (!cached) statements.set(ds, (cached = new Map()));
+  let stmt = cached.get(sql);
+  if (!stmt) {
+    if (cached.size >= STATEMENT_CACHE) cached.clear();
+    cached.set(sql, (stmt = (ds.driver as unknown as { databaseConnection: { prepare(s: string): PreparedStatement } }).databaseConnection.prepare(sql)));
   }
-  const pool = (ds.driver as unknown as { pool: MysqlPool }).pool;
-  const raw = await retryOnDeadlock(
-    () => new Promise<any>((resolve, reject) => pool.execute(sql, params, (err, result) => (err ? reject(err) : resolve(result)))),
-  );
-  return Array.isArray(raw) ? { records: raw, raw } : { records: [], affected: raw.affectedRows, raw };
+  if (stmt.reader) return { records: stmt.all(...params), raw: undefined };
+  const res = stmt.run(...params);
+  return { records: [], affected: res.changes, raw: res.lastInsertRowid };
 }
 
 /** The rows of one statement (none for writes), through runSql. */
 export async function queryRows(ds: DataSource, sql: string, params: unknown[]): Promise<any[]> {
   return (await runSql(ds, sql, params)).records;
+}
+
+/** The auto-increment key an INSERT generated (SQLite: last row id; MySQL: insertId). */
+export const insertedId = (res: SqlResult): number => Number(res.raw?.insertId ?? res.raw);
+
+/** Thrown inside a transaction to roll it back when a conditional statement missed. */
+class Missed extends Error {}
+
+type MysqlConnection = MysqlExecutor & { query(sql: string, done: (err: Error | null) => void): void; release(): void };
+
+/**
+ * Runs statements as one transaction: all of them or none. A statement with `expect` that changes
+ * another number of rows (a conditional claim that lost) rolls the whole group back: the answer
+ * is then null. On SQLite the group runs synchronously in one better-sqlite3 transaction, so no
+ * other request's statement on the shared connection can land inside it; on MySQL it runs on one
+ * pooled connection, and the whole group runs again when InnoDB picks it as a deadlock victim.
+ */
+export async function runAtomically(ds: DataSource, steps: Statement[]): Promise<SqlResult[] | null> {
+  const check = (step: Statement, res: SqlResult) => {
+    if (step.expect !== undefined && res.affected !== step.expect) throw new Missed();
+    return res;
+  };
+  try {
+    if (ds.options.type === "better-sqlite3") {
+      const db = (ds.driver as unknown as { databaseConnection: { transaction<R>(fn: () => R): () => R } }).databaseConnection;
+      // runSql answers synchronously on SQLite (its promise only wraps the result).
+      return db.transaction(() => steps.map((step) => check(step, sqliteRun(ds, step.sql, step.params))))();
+    }
+    const pool = (ds.driver as unknown as { pool: { getConnection(done: (err: Error | null, c: MysqlConnection) => void): void } }).pool;
+    return await retryOnDeadlock(async () => {
+      const conn = await new Promise<MysqlConnection>((resolve, reject) => pool.getConnection((err, c) => (err ? reject(err) : resolve(c))));
+      const query = (sql: string) => new Promise<void>((resolve, reject) => conn.query(sql, (err) => (err ? reject(err) : resolve())));
+      try {
+        await query("START TRANSACTION");
+        const results: SqlResult[] = [];
+        for (const step of steps) results.push(check(step, await mysqlExecute(conn, step.sql, step.params)));
+        await query("COMMIT");
+        return results;
+      } catch (err) {
+        await query("ROLLBACK").catch(() => undefined);
+        throw err;
+      } finally {
+        conn.release();
+      }
+    });
+  } catch (err) {
+    if (err instanceof Missed) return null;
+    throw err;
+  }
 }
 
 export function fastRepository<T extends ObjectLiteral>(ds: DataSource, entity: EntitySchema<T>): FastRepository<T> {
@@ -172,6 +236,28 @@ function build<T extends ObjectLiteral>(ds: DataSource, repo: Repository<T>): Fa
     return Number((res.records as { cnt: unknown }[])[0]?.cnt ?? 0);
   };
 
+  /** `UPDATE … SET … WHERE …`, or null for a shape TypeORM must build. */
+  const updateSql = (criteria: unknown, partial: unknown): Compiled | null => {
+    const c = where(criteria);
+    const sets = Object.entries(partial as Record<string, unknown>).filter(([, v]) => v !== undefined);
+    if (!c || sets.length === 0 || sets.some(([k, v]) => !columns.has(k) || !storable(v))) return null;
+    return {
+      sql: `UPDATE ${table} SET ${sets.map(([k]) => `${quoted.get(k)!} = ?`).join(", ")}${c.sql}`,
+      params: [...sets.map(([k, v]) => persistent(k, v)), ...c.params],
+    };
+  };
+
+  /** `INSERT INTO … VALUES …` of one row, or null for a shape TypeORM must build. */
+  const insertSql = (entity: unknown): Compiled | null => {
+    if (!entity || typeof entity !== "object" || Array.isArray(entity)) return null;
+    const values = Object.entries(entity as Record<string, unknown>).filter(([, v]) => v !== undefined);
+    if (values.some(([k, v]) => !columns.has(k) || !storable(v))) return null;
+    return {
+      sql: `INSERT INTO ${table} (${values.map(([k]) => quoted.get(k)!).join(", ")}) VALUES (${values.map(() => "?").join(", ")})`,
+      params: values.map(([k, v]) => persistent(k, v)),
+    };
+  };
+
   const fast: FastRepository<T> = {
     async findOneBy(w) {
       const c = where(w);
@@ -182,27 +268,28 @@ function build<T extends ObjectLiteral>(ds: DataSource, repo: Repository<T>): Fa
     findUsingIndex: (index, opts) => find(opts, usingIndex(index)),
     countUsingIndex: (index, w) => count(w, usingIndex(index)),
     async update(criteria, partial) {
-      const c = where(criteria);
-      const sets = Object.entries(partial as Record<string, unknown>).filter(([, v]) => v !== undefined);
-      if (!c || sets.length === 0 || sets.some(([k, v]) => !columns.has(k) || !(scalar(v) || v === null)))
-        return repo.update(criteria as never, partial);
-      const res = await run(`UPDATE ${table} SET ${sets.map(([k]) => `${quoted.get(k)!} = ?`).join(", ")}${c.sql}`, [
-        ...sets.map(([k, v]) => persistent(k, v)),
-        ...c.params,
-      ]);
+      const stmt = updateSql(criteria, partial);
+      if (!stmt) return repo.update(criteria as never, partial);
+      const res = await run(stmt.sql, stmt.params);
       return { raw: res.raw, affected: res.affected, generatedMaps: [] };
     },
     async insert(entity) {
-      if (!entity || typeof entity !== "object" || Array.isArray(entity)) return repo.insert(entity);
-      const values = Object.entries(entity as Record<string, unknown>).filter(([, v]) => v !== undefined);
-      if (values.some(([k, v]) => !columns.has(k) || !(scalar(v) || v === null))) return repo.insert(entity);
-      const res = await run(
-        `INSERT INTO ${table} (${values.map(([k]) => quoted.get(k)!).join(", ")}) VALUES (${values.map(() => "?").join(", ")})`,
-        values.map(([k, v]) => persistent(k, v)),
-      );
+      const stmt = insertSql(entity);
+      if (!stmt) return repo.insert(entity as never);
+      const res = await run(stmt.sql, stmt.params);
       // Like TypeORM: the generated increment key (SQLite: last row id; MySQL: insertId) is returned.
-      const generated = increment && !(increment.propertyName in (entity as object)) ? { [increment.propertyName]: Number(res.raw?.insertId ?? res.raw) } : {};
+      const generated = increment && !(increment.propertyName in (entity as object)) ? { [increment.propertyName]: insertedId(res) } : {};
       return { identifiers: [generated], generatedMaps: [generated], raw: res.raw };
+    },
+    insertStatement(entity) {
+      const stmt = insertSql(entity);
+      if (!stmt) throw new Error(`${meta.name}: insertStatement takes plain column values only`);
+      return stmt;
+    },
+    updateStatement(criteria, partial, expect) {
+      const stmt = updateSql(criteria, partial);
+      if (!stmt) throw new Error(`${meta.name}: updateStatement takes the simple where shapes only`);
+      return { ...stmt, expect };
     },
     delete: (criteria) => repo.delete(criteria as never),
     findOne: (opts) => repo.findOne(opts),
@@ -231,4 +318,6 @@ function compileHydrator<T>(meta: EntityMetadata, driver: DataSource["driver"]):
   return new Function("convert", `return (row) => ({ ${fields.join(", ")} });`)(convert);
 }
 
+/** Values written through the driver's own conversion (booleans become 1/0 on both databases). */
+const storable = (v: unknown) => scalar(v) || v === null || typeof v === "boolean";
 const scalar = (v: unknown): v is string | number => typeof v === "string" || (typeof v === "number" && Number.isFinite(v));

@@ -7,15 +7,65 @@ import { DEFAULT_POLICY } from "./policy.js";
 import { safeEqual, sha256 } from "./secrets.js";
 import { processorAccount } from "./issuance.js";
 import { callProcessor, toApiError } from "./processor-call.js";
-import { fastRepository } from "../db/fast.js";
+import { fastRepository, runAtomically } from "../db/fast.js";
 
-export const accountView = (a: Account) => ({
-  id: a.id,
-  name: a.name,
-  kyb_verified: a.kyb_verified,
-  payment_method: a.payment_method,
-  created_at: isoTime(a.created_at),
+/**
+ * Who an account's cards are issued to (the Stripe Issuing cardholder), as the operator set it;
+ * stored as JSON in accounts.cardholder. The tax id is kept for Stripe and never shown in full.
+ */
+export interface CardholderDetails {
+  type: "company" | "individual";
+  name: string;
+  email: string | null;
+  phone_number: string | null;
+  billing: { line1: string; line2: string | null; city: string; state: string | null; postal_code: string; country: string };
+  tax_id: string | null;
+  /** When the operator set these details (ms). */
+  updated_at: number;
+  /**
+   * Random per set: with it, every set is a new version for the processor (its idempotency keys
+   * hash the details), and the hash, which covers the tax id, cannot be reversed by guessing.
+   */
+  nonce: string;
+}
+
+/** The body of POST /admin/v1/accounts/:id/cardholder, validated (contract: cardholderInput). */
+export interface CardholderInput {
+  type: "company" | "individual";
+  name: string;
+  email?: string;
+  phone_number?: string;
+  billing: { line1: string; line2?: string; city: string; state?: string; postal_code: string; country: string };
+  tax_id?: string;
+}
+
+export const cardholderOf = (a: Pick<Account, "cardholder">): CardholderDetails | null =>
+  a.cardholder ? (JSON.parse(a.cardholder) as CardholderDetails) : null;
+
+/** The last 4 letters or digits of a tax id (separators removed): enough to recognise it, never the whole id. */
+const last4 = (taxId: string) => taxId.replace(/[^A-Za-z0-9]/g, "").slice(-4);
+
+export const cardholderView = (c: CardholderDetails) => ({
+  type: c.type,
+  name: c.name,
+  email: c.email,
+  phone_number: c.phone_number,
+  billing: { ...c.billing },
+  tax_id_last4: c.tax_id === null ? null : last4(c.tax_id),
+  updated_at: isoTime(c.updated_at),
 });
+
+export const accountView = (a: Account) => {
+  const cardholder = cardholderOf(a);
+  return {
+    id: a.id,
+    name: a.name,
+    kyb_verified: a.kyb_verified,
+    payment_method: a.payment_method,
+    cardholder: cardholder ? cardholderView(cardholder) : null,
+    created_at: isoTime(a.created_at),
+  };
+};
 
 export const keyView = (k: ApiKey) => ({
   id: k.id,
@@ -28,11 +78,20 @@ export const keyView = (k: ApiKey) => ({
   revoked_at: k.revoked_at === null ? null : isoTime(k.revoked_at),
 });
 
-/** What is still missing before the account may create cards. */
-export function missingSetup(a: Account): ("kyb" | "payment_method")[] {
-  const missing: ("kyb" | "payment_method")[] = [];
+export type SetupItem = "kyb" | "payment_method" | "cardholder";
+
+/** What card creation needs beyond kyb and a payment method, by the processor serving the mode. */
+export interface SetupNeeds {
+  /** Stripe issues cards to an Issuing cardholder made from the account's details (DESIGN 3.3). */
+  cardholder: boolean;
+}
+
+/** What is still missing before the account may create cards, in the order kyb, payment_method, cardholder. */
+export function missingSetup(a: Account, needs: SetupNeeds): SetupItem[] {
+  const missing: SetupItem[] = [];
   if (!a.kyb_verified) missing.push("kyb");
   if (!a.payment_method) missing.push("payment_method");
+  if (needs.cardholder && !a.cardholder) missing.push("cardholder");
   return missing;
 }
 
@@ -47,13 +106,34 @@ export class AccountService {
     return fastRepository(this.deps.ds, ApiKeyEntity);
   }
 
+  private needsByMode?: Record<Mode, SetupNeeds>;
+
+  /**
+   * What card creation in `mode` needs beyond kyb and a payment method: the cardholder when Stripe
+   * serves the mode. A mode without a processor needs nothing more (its card calls answer 503).
+   * The processors are fixed for the life of the process, so this is worked out once.
+   */
+  setupNeeds(mode: Mode): SetupNeeds {
+    this.needsByMode ??= { test: this.needsOf("test"), live: this.needsOf("live") };
+    return this.needsByMode[mode];
+  }
+
+  private needsOf(mode: Mode): SetupNeeds {
+    try {
+      return { cardholder: this.deps.processors(mode).name === "stripe" };
+    } catch {
+      return { cardholder: false };
+    }
+  }
+
   async create(name: string): Promise<Account> {
-    const account: Account = { id: newId("acct"), name, kyb_verified: false, payment_method: null, created_at: Date.now() };
-    await this.deps.ds.transaction(async (em) => {
-      await em.getRepository(AccountEntity).insert(account);
-      for (const mode of ["test", "live"] as const)
-        await em.getRepository(PolicyEntity).insert({ account_id: account.id, mode, ...DEFAULT_POLICY, updated_at: Date.now() });
-    });
+    const account: Account = { id: newId("acct"), name, kyb_verified: false, payment_method: null, cardholder: null, created_at: Date.now() };
+    // One transaction, run again whole if InnoDB picks it as a deadlock victim.
+    const policies = fastRepository(this.deps.ds, PolicyEntity);
+    await runAtomically(this.deps.ds, [
+      this.accounts.insertStatement(account),
+      ...(["test", "live"] as const).map((mode) => policies.insertStatement({ account_id: account.id, mode, ...DEFAULT_POLICY, updated_at: account.created_at })),
+    ]);
     return account;
   }
 
@@ -61,6 +141,33 @@ export class AccountService {
     const account = await this.accounts.findOneBy({ id });
     if (!account) throw notFound("account");
     return account;
+  }
+
+  /**
+   * Saves who the account's cards are issued to. Nothing is sent to the processor here: Stripe's
+   * cardholder is created, or updated to these details, by the next card creation in each mode.
+   */
+  async setCardholder(id: string, input: CardholderInput): Promise<Account> {
+    await this.get(id);
+    const details: CardholderDetails = {
+      type: input.type,
+      name: input.name,
+      email: input.email ?? null,
+      phone_number: input.phone_number ?? null,
+      billing: {
+        line1: input.billing.line1,
+        line2: input.billing.line2 ?? null,
+        city: input.billing.city,
+        state: input.billing.state ?? null,
+        postal_code: input.billing.postal_code,
+        country: input.billing.country,
+      },
+      tax_id: input.type === "company" ? (input.tax_id ?? null) : null,
+      updated_at: Date.now(),
+      nonce: randomToken(16),
+    };
+    await this.accounts.update({ id }, { cardholder: JSON.stringify(details) });
+    return this.get(id);
   }
 
   async setKyb(id: string, verified: boolean): Promise<Account> {

@@ -45,6 +45,7 @@ export class ApprovalService {
       reason: null,
       card_id: null,
       creation_key: input.creationKey,
+      decision_key: null,
       expires_at: now + this.deps.config.approvalTtlMs,
       created_at: now,
       decided_at: null,
@@ -97,46 +98,45 @@ export class ApprovalService {
   }
 
   /**
-   * Approves and issues the card synchronously. The approval is claimed with a conditional update,
-   * so of many parallel approves exactly one issues a card; if issuing fails the claim is undone
-   * and the request stays PENDING for another try.
+   * Approves and issues the card synchronously. The approval's claim (a conditional update to
+   * APPROVED) commits with the card's intent record, so of many parallel approves exactly one
+   * issues a card, and a crash leaves the card for the recovery pass to finish. If issuing fails,
+   * the compensation puts the approval back to PENDING for another try. A retry of the approve
+   * that claimed it (same Idempotency-Key: `decisionKey`) answers with that card.
    */
-  async approve(p: Principal, id: string): Promise<Card> {
+  async approve(p: Principal, id: string, decisionKey?: string): Promise<Card> {
     const a = await this.find(p, id);
-    if (a.status !== "PENDING") throw notPending(a);
     const account: Account = await this.accounts.get(p.accountId);
-    assertSetup(account, this.deps.config.publicUrl);
+    if (a.status !== "PENDING") {
+      const mine = a.status === "APPROVED" && decisionKey !== undefined && a.decision_key === decisionKey;
+      const card = mine ? await this.issuer.resume(account, a.card_id!) : null;
+      if (card) return card;
+      throw notPending(a);
+    }
+    assertSetup(account, this.deps.config.publicUrl, this.accounts.setupNeeds(p.mode));
     const policy = effectivePolicy(await this.policies.read(p), { max_amount_cents: a.override_max_cents ?? undefined });
     assertPolicy(policy, a.amount_cents);
     this.deps.processors(p.mode);
-    const cardId = newId("card");
-    const claimed = await this.repo.update(
-      { id, status: "PENDING", expires_at: MoreThan(Date.now()) },
-      { status: "APPROVED", card_id: cardId, decided_at: Date.now() },
+    const card = await this.issuer.issueClaimed(p, account, { amountCents: a.amount_cents, agentId: a.agent_id, purpose: a.purpose, approvalId: a.id }, (cardId) =>
+      this.repo.updateStatement(
+        { id, status: "PENDING", expires_at: MoreThan(Date.now()) },
+        { status: "APPROVED", card_id: cardId, decision_key: decisionKey ?? null, decided_at: Date.now() },
+        1,
+      ),
     );
-    if (affected(claimed) !== 1) throw notPending(await this.find(p, id));
-    try {
-      return await this.issuer.issue(p, account, {
-        cardId,
-        amountCents: a.amount_cents,
-        agentId: a.agent_id,
-        purpose: a.purpose,
-        approvalId: a.id,
-      });
-    } catch (err) {
-      await this.issuer.detachFailed(cardId);
-      await this.repo.update({ id, status: "APPROVED", card_id: cardId }, { status: "PENDING", card_id: null, decided_at: null });
-      throw err;
-    }
+    if (!card) throw notPending(await this.find(p, id));
+    return card;
   }
 
-  async reject(p: Principal, id: string, reason: string | null): Promise<void> {
+  /** Rejects a pending request; a retry of the reject that decided it (same `decisionKey`) is answered as the first was. */
+  async reject(p: Principal, id: string, reason: string | null, decisionKey?: string): Promise<void> {
     const res = await this.repo.update(
       { id, account_id: p.accountId, mode: p.mode, status: "PENDING", expires_at: MoreThan(Date.now()) },
-      { status: "REJECTED", reason, decided_at: Date.now() },
+      { status: "REJECTED", reason, decision_key: decisionKey ?? null, decided_at: Date.now() },
     );
     if (affected(res) !== 1) {
       const a = await this.find(p, id);
+      if (a.status === "REJECTED" && decisionKey !== undefined && a.decision_key === decisionKey) return;
       throw notPending(a);
     }
   }

@@ -8,6 +8,8 @@ export interface DomainConfig {
   approvalTtlMs: number;
   /** Longest a single processor call may take before it counts as failed. */
   processorTimeoutMs: number;
+  /** Lifetime of a card from issue (CARD_TTL_SECONDS), inside the shortest hold validity. */
+  cardTtlMs: number;
   /** How long a card in CREATING belongs to the request minting it before recovery may take over. */
   creationLeaseMs: number;
 }

@@ -75,9 +75,18 @@ export class IdempotencyStore {
     );
   }
 
-  /** Forgets a key whose request should not be remembered (validation errors, server failures). */
-  async release(apiKeyId: string, key: string): Promise<void> {
+  /** Forgets a key whose request ran nothing (validation errors): the key may carry another request. */
+  async forget(apiKeyId: string, key: string): Promise<void> {
     await this.repo.delete({ api_key_id: apiKeyId, idem_key: key, status: "RUNNING" });
+  }
+
+  /**
+   * Keeps a key whose request ended without an answer to remember (a failure, or its work still
+   * running elsewhere) but lets the next retry take it over at once, under the same claim (scope),
+   * so the retry finds whatever that request left behind instead of starting a second one.
+   */
+  async unlock(apiKeyId: string, key: string): Promise<void> {
+    await this.repo.update({ api_key_id: apiKeyId, idem_key: key, status: "RUNNING" }, { locked_until: 0 });
   }
 
   async purgeExpired(): Promise<number> {

@@ -1,12 +1,14 @@
 import { In, LessThan } from "typeorm";
 import { affected, isUniqueViolation } from "../db/datasource.js";
-import { CardEntity, type Account, type Card } from "../db/entities.js";
+import { ApprovalEntity, CardEntity, type Account, type Card } from "../db/entities.js";
 import { PaymentDeclinedError, type Processor, type ProcessorAccount } from "../processor/types.js";
 import type { Deps, Principal } from "./deps.js";
 import { AppError } from "./errors.js";
-import { newId } from "./ids.js";
+import { newId, randomToken } from "./ids.js";
 import { callProcessor, toApiError } from "./processor-call.js";
-import { fastRepository } from "../db/fast.js";
+import { fastRepository, insertedId, runAtomically, type Statement } from "../db/fast.js";
+
+const stillRunning = () => new AppError(409, "idempotency_key_in_use", "A request with this Idempotency-Key is still running; retry shortly.");
 
 export interface IssueRequest {
   cardId?: string;
@@ -36,8 +38,24 @@ export class CardIssuer {
   private get cards() {
     return fastRepository(this.deps.ds, CardEntity);
   }
+  private get approvals() {
+    return fastRepository(this.deps.ds, ApprovalEntity);
+  }
 
   async issue(p: Principal, account: Account, req: IssueRequest): Promise<Card> {
+    return (await this.start(p, account, req))!;
+  }
+
+  /**
+   * Issues the card of an approval: `claim` (the approval's conditional update to APPROVED with
+   * this card id) commits in one transaction with the card's intent record, so no approval is ever
+   * APPROVED without its card. Null when the claim missed (the approval is no longer PENDING).
+   */
+  issueClaimed(p: Principal, account: Account, req: IssueRequest, claim: (cardId: string) => Statement): Promise<Card | null> {
+    return this.start(p, account, req, claim);
+  }
+
+  private async start(p: Principal, account: Account, req: IssueRequest, claim?: (cardId: string) => Statement): Promise<Card | null> {
     const processor = this.deps.processors(p.mode);
     const now = Date.now();
     const row: Omit<Card, "seq"> = {
@@ -59,41 +77,65 @@ export class CardIssuer {
       approval_id: req.approvalId ?? null,
       creation_key: req.creationKey ?? null,
       lease_until: now + this.deps.config.creationLeaseMs,
+      expires_at: now + this.deps.config.cardTtlMs,
       revoked_at: null,
       created_at: now,
       closed_at: null,
       used_at: null,
+      used_key: null,
     };
-    let inserted;
+    let seq: number;
     try {
-      inserted = await this.cards.insert(row);
+      if (claim) {
+        const done = await runAtomically(this.deps.ds, [claim(row.id), this.cards.insertStatement(row)]);
+        if (!done) return null;
+        seq = insertedId(done[1]!);
+      } else seq = (await this.cards.insert(row)).identifiers[0]!.seq as number;
     } catch (err) {
       if (!isUniqueViolation(err)) throw err;
-      return this.resume(p, account, req);
+      return this.resumeCreation(p, account, req, claim);
     }
-    return this.drive({ ...row, seq: inserted.identifiers[0]!.seq as number }, account, processor);
+    return this.drive({ ...row, seq }, account, processor);
   }
 
   /**
-   * A request retried after its first attempt made a card row: answer from that row's state. A
-   * FAILED attempt (fully compensated) is set aside and the request runs afresh under new ids.
+   * A request retried after its first attempt made a card row (found by its creation key): answer
+   * from that row's state. A FAILED attempt (fully compensated) is set aside and the request runs
+   * afresh under new ids.
    */
-  private async resume(p: Principal, account: Account, req: IssueRequest): Promise<Card> {
-    const existing = await this.cards.findOneBy(req.approvalId ? { approval_id: req.approvalId } : { creation_key: req.creationKey! });
-    if (!existing) throw new AppError(409, "idempotency_key_in_use", "A request with this Idempotency-Key is still running.");
+  private async resumeCreation(p: Principal, account: Account, req: IssueRequest, claim?: (cardId: string) => Statement): Promise<Card | null> {
+    const existing = req.creationKey ? await this.cards.findOneBy({ creation_key: req.creationKey }) : null;
+    if (!existing) throw stillRunning();
     if (existing.status === "FAILED") {
-      const processor = this.deps.processors(existing.mode);
-      if (existing.hold_status === "PENDING" || existing.hold_status === "OPEN")
-        await this.releaseHold(existing, processorAccount(account, existing.mode), processor).catch((err) => {
-          throw toApiError(err);
-        });
-      await this.cards.update({ id: existing.id, status: "FAILED" }, { creation_key: null, approval_id: null });
-      return this.issue(p, account, { ...req, cardId: undefined });
+      await this.setAside(existing, account);
+      return this.start(p, account, { ...req, cardId: undefined }, claim);
     }
-    if (existing.status !== "CREATING") return existing;
-    if (!(await this.claim(existing)))
-      throw new AppError(409, "idempotency_key_in_use", "A request with this Idempotency-Key is still running.");
-    return this.drive(existing, account, this.deps.processors(existing.mode));
+    return this.finish(existing, account);
+  }
+
+  /**
+   * The card of a retried request, finished if it is still CREATING and its request died; null if
+   * it failed (a failed card has already given its approval back).
+   */
+  async resume(account: Account, cardId: string): Promise<Card | null> {
+    const card = await this.cards.findOneBy({ id: cardId });
+    if (!card || card.status === "FAILED") return null;
+    return this.finish(card, account);
+  }
+
+  private async finish(card: Card, account: Account): Promise<Card> {
+    if (card.status !== "CREATING") return card;
+    if (!(await this.claim(card))) throw stillRunning();
+    return (await this.drive(card, account, this.deps.processors(card.mode), true))!;
+  }
+
+  /** A FAILED card's hold is released (if it may have one) and its creation key freed for a new attempt. */
+  private async setAside(card: Card, account: Account): Promise<void> {
+    if (card.hold_status === "PENDING" || card.hold_status === "OPEN")
+      await this.releaseHold(card, processorAccount(account, card.mode), this.deps.processors(card.mode)).catch((err) => {
+        throw toApiError(err);
+      });
+    await this.cards.update({ id: card.id, status: "FAILED" }, { creation_key: null });
   }
 
   /** Takes over a CREATING row whose lease ran out (its request died); false if another holds it. */
@@ -106,15 +148,24 @@ export class CardIssuer {
     return affected(res) === 1;
   }
 
-  /** Moves a CREATING card forward from whatever step it reached: hold, then mint, then OPEN. */
-  private async drive(card: Card, account: Account, processor: Processor): Promise<Card> {
+  /**
+   * Moves a CREATING card forward from whatever step it reached: hold, then mint, then OPEN. A
+   * card taken over from a request that died (`resumed`) may have a hold already, or a first
+   * attempt whose answer the processor stored as a failure: its hold is looked up first, and only
+   * if there is none is it placed, under a key of this attempt's own (the first one's may replay
+   * that failure forever, or belong to other parameters).
+   */
+  private async drive(card: Card, account: Account, processor: Processor, resumed = false): Promise<Card> {
     const pa = processorAccount(account, card.mode);
     const timeout = this.deps.config.processorTimeoutMs;
     if (card.hold_status === "NONE" || card.hold_status === "PENDING") {
       // Rows written before holds were recorded as PENDING at insert get their intent first.
       if (card.hold_status === "NONE") await this.cards.update({ id: card.id, status: "CREATING" }, { hold_status: "PENDING" });
       try {
-        const { holdId } = await callProcessor("hold", timeout, () => processor.placeHold(pa, card.amount_cents, `${card.id}:hold`));
+        const found = resumed ? await callProcessor("hold", timeout, () => processor.findHold(pa, { cardId: card.id })) : null;
+        const key = resumed ? `${card.id}:hold:${randomToken(8)}` : `${card.id}:hold`;
+        const { holdId } =
+          found?.status === "held" ? found : await callProcessor("hold", timeout, () => processor.placeHold(pa, card.amount_cents, { cardId: card.id }, key));
         // Written with the card's next update (OPEN or FAILED): until then PENDING already says
         // "a hold may exist under this card's key", which is all recovery needs to find it.
         card.hold_id = holdId;
@@ -169,21 +220,28 @@ export class CardIssuer {
    * fails too, the hold stays marked and the recovery pass retries it.
    */
   private async fail(card: Card, pa: ProcessorAccount, processor: Processor, holdStatus: "NONE" | "PENDING" | "OPEN") {
-    await this.cards.update({ id: card.id, status: "CREATING" }, { status: "FAILED", hold_id: card.hold_id, hold_status: holdStatus, lease_until: null });
+    const failed = this.cards.updateStatement(
+      { id: card.id, status: "CREATING" },
+      { status: "FAILED", hold_id: card.hold_id, hold_status: holdStatus, lease_until: null, approval_id: null },
+    );
+    // The approval goes back to PENDING in the same transaction: never APPROVED without a card.
+    const released = card.approval_id
+      ? [this.approvals.updateStatement({ id: card.approval_id, status: "APPROVED", card_id: card.id }, { status: "PENDING", card_id: null, decided_at: null })]
+      : [];
+    await runAtomically(this.deps.ds, [failed, ...released]);
     if (holdStatus !== "NONE") await this.releaseHold({ ...card, hold_status: holdStatus }, pa, processor).catch(() => undefined);
   }
 
-  /** Cancels a card's hold if it has (or may have) one; a PENDING hold is first found by its key. */
+  /**
+   * Cancels a card's hold if it has (or may have) one. A PENDING hold (its creation's outcome
+   * unknown) is looked up at the processor, never created again to find it.
+   */
   async releaseHold(card: Card, pa: ProcessorAccount, processor: Processor): Promise<void> {
     const timeout = this.deps.config.processorTimeoutMs;
     let holdId = card.hold_id;
     if (card.hold_status === "PENDING") {
-      try {
-        holdId = (await callProcessor("hold", timeout, () => processor.placeHold(pa, card.amount_cents, `${card.id}:hold`))).holdId;
-      } catch (err) {
-        if (!(err instanceof PaymentDeclinedError)) throw err;
-        holdId = null;
-      }
+      const found = await callProcessor("hold", timeout, () => processor.findHold(pa, { cardId: card.id }));
+      holdId = found?.status === "held" ? found.holdId : null;
     }
     if (holdId) await callProcessor("cancel", timeout, () => processor.cancelHold(pa, holdId!, `${card.id}:cancel`));
     await this.cards.update({ id: card.id, hold_status: In(["PENDING", "OPEN"]) }, { hold_id: holdId, hold_status: "RELEASED" });
@@ -202,11 +260,6 @@ export class CardIssuer {
     await this.cards.update({ id: card.id, status: "FAILED" }, { processor_card_id: minted.processorCardId, revoked_at: Date.now() });
   }
 
-  /** Frees a failed card's approval so the approval can be tried again. */
-  async detachFailed(cardId: string): Promise<void> {
-    await this.cards.update({ id: cardId, status: "FAILED" }, { approval_id: null });
-  }
-
   /** Recovery: finishes cards whose request died mid-way (lease expired). */
   async recoverStuck(accountOf: (id: string) => Promise<Account>): Promise<number> {
     const stuck = await this.cards.find({ where: { status: "CREATING", lease_until: LessThan(Date.now()) }, take: 100 });
@@ -214,7 +267,7 @@ export class CardIssuer {
     for (const card of stuck) {
       if (!(await this.claim(card))) continue;
       const account = await accountOf(card.account_id);
-      await this.drive(card, account, this.deps.processors(card.mode)).catch(() => undefined);
+      await this.drive(card, account, this.deps.processors(card.mode), true).catch(() => undefined);
       n++;
     }
     return n;

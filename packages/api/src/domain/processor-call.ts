@@ -1,4 +1,4 @@
-import { PaymentDeclinedError, ProcessorError } from "../processor/types.js";
+import { AccountSetupError, PaymentDeclinedError, ProcessorError } from "../processor/types.js";
 import { AppError } from "./errors.js";
 
 /**
@@ -19,6 +19,8 @@ export async function callProcessor<T>(step: string, timeoutMs: number, fn: () =
 
 /** Maps a processor failure to the API's error; anything else passes through untouched. */
 export function toApiError(err: unknown): unknown {
+  if (err instanceof AccountSetupError)
+    return new AppError(403, "setup_required", err.message, { missing: err.missing, ...(err.setupUrl ? { setup_url: err.setupUrl } : {}) });
   if (err instanceof PaymentDeclinedError)
     return new AppError(402, "payment_method_declined", err.message, { decline_code: err.declineCode });
   if (err instanceof ProcessorError)

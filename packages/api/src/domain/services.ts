@@ -4,7 +4,9 @@ import { CardService } from "./cards.js";
 import type { Deps } from "./deps.js";
 import { IdempotencyStore } from "./idempotency.js";
 import { CardIssuer } from "./issuance.js";
+import { CardLifecycle } from "./lifecycle.js";
 import { Maintenance } from "./maintenance.js";
+import { PaymentQueue } from "./payments.js";
 import { PolicyService } from "./policies.js";
 
 export type Services = ReturnType<typeof createServices>;
@@ -14,8 +16,10 @@ export function createServices(deps: Deps) {
   const policies = new PolicyService(deps);
   const issuer = new CardIssuer(deps);
   const approvals = new ApprovalService(deps, accounts, policies, issuer);
+  const payments = new PaymentQueue(deps, accounts);
   const cards = new CardService(deps, accounts, policies, approvals, issuer);
+  const lifecycle = new CardLifecycle(deps, accounts, cards, payments);
   const idempotency = new IdempotencyStore(deps);
-  const maintenance = new Maintenance(accounts, approvals, cards, issuer, idempotency);
-  return { deps, accounts, policies, approvals, cards, idempotency, maintenance };
+  const maintenance = new Maintenance(accounts, approvals, cards, issuer, idempotency, lifecycle, payments);
+  return { deps, accounts, policies, approvals, cards, lifecycle, payments, idempotency, maintenance };
 }

@@ -1,4 +1,4 @@
-import type { Approval, Card } from "../db/entities.js";
+import type { Approval, Authorization, Card, Payment, Transaction } from "../db/entities.js";
 import { isoTime } from "./ids.js";
 
 /** The public status of a card; internal states never reach a response. */
@@ -13,6 +13,8 @@ export const cardCreatedView = (c: Card) => ({
   remaining_cents: c.remaining_cents,
   agent_id: c.agent_id,
   created_at: isoTime(c.created_at),
+  expires_at: isoTime(c.expires_at),
+  spent_cents: c.spent_cents,
 });
 
 export const cardListView = (c: Card) => ({
@@ -25,6 +27,8 @@ export const cardListView = (c: Card) => ({
   agent_id: c.agent_id,
   purpose: c.purpose,
   created_at: isoTime(c.created_at),
+  expires_at: isoTime(c.expires_at),
+  spent_cents: c.spent_cents,
 });
 
 export const cardDetailView = (c: Card, ephemeralKeySecret: string) => ({
@@ -44,4 +48,41 @@ export const approvalView = (a: Approval) => ({
   card_id: a.card_id,
   expires_at: isoTime(a.expires_at),
   created_at: isoTime(a.created_at),
+});
+
+export const authorizationView = (a: Authorization) => ({
+  id: a.id,
+  card_id: a.card_id,
+  amount_cents: a.amount_cents,
+  approved: a.approved,
+  decline_reason: a.decline_reason,
+  status: a.status,
+  merchant: { name: a.merchant_name, category: a.merchant_category, country: a.merchant_country },
+  created_at: isoTime(a.created_at),
+});
+
+export const transactionView = (t: Transaction) => ({
+  id: t.id,
+  card_id: t.card_id,
+  authorization_id: t.authorization_id,
+  type: t.type,
+  amount_cents: t.amount_cents,
+  merchant_name: t.merchant_name,
+  created_at: isoTime(t.created_at),
+});
+
+/** A payment as the operator API lists it (only problem statuses are listed). */
+export const operatorPaymentView = (p: Payment) => ({
+  id: p.id,
+  account_id: p.account_id,
+  mode: p.mode,
+  card_id: p.card_id,
+  transaction_id: p.transaction_id,
+  kind: p.kind,
+  amount_cents: p.amount_cents,
+  status: p.status as "uncollected" | "attention",
+  attempts: p.attempts,
+  last_error: p.last_error,
+  created_at: isoTime(p.created_at),
+  updated_at: isoTime(p.updated_at),
 });

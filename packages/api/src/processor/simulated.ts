@@ -1,14 +1,14 @@
 import { randomInt } from "node:crypto";
 import type { DataSource } from "typeorm";
 import { isUniqueViolation } from "../db/datasource.js";
-import { queryRows } from "../db/fast.js";
+import { queryRows, runAtomically, runSql } from "../db/fast.js";
 import { newId, randomToken } from "../domain/ids.js";
 import { sha256 } from "../domain/secrets.js";
 import { withLuhnDigit } from "./luhn.js";
-import { formatExpiration, PaymentDeclinedError, ProcessorError, type MintedCard, type Processor, type ProcessorAccount } from "./types.js";
+import { formatExpiration, HoldUnavailableError, PaymentDeclinedError, ProcessorError, type MintedCard, type Processor, type ProcessorAccount } from "./types.js";
 
-export type SimStep = "hold" | "mint" | "revoke" | "capture" | "cancel" | "ephemeral_key";
-/** fail: the call errors after doing nothing; hang: it never answers; decline: the hold is declined. */
+export type SimStep = "hold" | "mint" | "revoke" | "capture" | "cancel" | "ephemeral_key" | "charge" | "refund";
+/** fail: the call errors after doing nothing; hang: it never answers; decline: the hold or charge is declined. */
 export type SimFault = "fail" | "hang" | "decline";
 
 const EPHEMERAL_KEY_TTL_MS = 15 * 60 * 1000;
@@ -38,7 +38,7 @@ export class SimulatedProcessor implements Processor {
     if (fault === "hang") await new Promise(() => undefined);
   }
 
-  async placeHold(account: ProcessorAccount, amountCents: number, idempotencyKey: string) {
+  async placeHold(account: ProcessorAccount, amountCents: number, _refs: { cardId: string }, idempotencyKey: string) {
     await this.inject("hold");
     if (this.faults.get("hold") === "decline" || DECLINING_PAYMENT_METHOD.test(account.paymentMethod))
       throw new PaymentDeclinedError("card_declined");
@@ -56,6 +56,17 @@ export class SimulatedProcessor implements Processor {
     return { holdId: existing.id as string };
   }
 
+  async findHold(_account: ProcessorAccount, refs: { cardId: string }) {
+    const [row] = await queryRows(
+      this.ds,
+      `SELECT id, status FROM sim_holds WHERE idempotency_key = ? OR idempotency_key LIKE ? ORDER BY created_at DESC LIMIT 1`,
+      [`${refs.cardId}:hold`, `${refs.cardId}:hold:%`],
+    );
+    if (!row) return null;
+    const status = row.status === "requires_capture" ? ("held" as const) : row.status === "captured" ? ("captured" as const) : ("canceled" as const);
+    return { holdId: row.id as string, status };
+  }
+
   async cancelHold(_account: ProcessorAccount, holdId: string) {
     await this.inject("cancel");
     await queryRows(this.ds, `UPDATE sim_holds SET status = 'canceled' WHERE id = ? AND status = 'requires_capture'`, [holdId]);
@@ -63,11 +74,58 @@ export class SimulatedProcessor implements Processor {
 
   async captureHold(_account: ProcessorAccount, holdId: string, amountCents: number) {
     await this.inject("capture");
-    await queryRows(
+    const res = await runSql(
       this.ds,
       `UPDATE sim_holds SET status = 'captured', captured_cents = ? WHERE id = ? AND status = 'requires_capture' AND amount_cents >= ?`,
       [amountCents, holdId, amountCents],
     );
+    if ((res.affected ?? 0) === 1) return;
+    const [hold] = await queryRows(this.ds, `SELECT status, amount_cents FROM sim_holds WHERE id = ?`, [holdId]);
+    if (hold?.status === "captured") return; // captured before: a hold captures once
+    if (hold?.status === "canceled") throw new HoldUnavailableError(holdId);
+    throw new ProcessorError(`Cannot capture ${amountCents} of hold ${holdId} (${hold ? `${hold.status}, ${hold.amount_cents}` : "unknown"}).`, "capture");
+  }
+
+  /** Expires a hold as a real one lapses after about 7 days (test helper expire_hold). */
+  async expireHold(holdId: string): Promise<void> {
+    await runSql(this.ds, `UPDATE sim_holds SET status = 'canceled' WHERE id = ? AND status = 'requires_capture'`, [holdId]);
+  }
+
+  async chargeOffSession(account: ProcessorAccount, amountCents: number, _refs: { cardId: string; paymentId: string }, idempotencyKey: string) {
+    await this.inject("charge");
+    if (this.faults.get("charge") === "decline" || DECLINING_PAYMENT_METHOD.test(account.paymentMethod))
+      throw new PaymentDeclinedError("card_declined");
+    const charged = await this.insertOnce("sim_holds", {
+      id: newId("hold").replace("hold_", "pi_sim_"),
+      idempotency_key: idempotencyKey,
+      mode: account.mode,
+      payment_method: account.paymentMethod,
+      amount_cents: amountCents,
+      captured_cents: amountCents,
+      status: "captured",
+      created_at: Date.now(),
+    });
+    return { paymentId: charged.id as string };
+  }
+
+  async refund(_account: ProcessorAccount, paymentId: string, amountCents: number, idempotencyKey: string) {
+    await this.inject("refund");
+    // One refund per key, never more than the payment still holds: both in one transaction.
+    const applied = await runAtomically(this.ds, [
+      {
+        sql: `INSERT INTO sim_refunds (id, idempotency_key, payment_id, amount_cents, created_at) VALUES (?, ?, ?, ?, ?)`,
+        params: [newId("re"), idempotencyKey, paymentId, amountCents, Date.now()],
+      },
+      {
+        sql: `UPDATE sim_holds SET captured_cents = captured_cents - ? WHERE id = ? AND status = 'captured' AND captured_cents >= ?`,
+        params: [amountCents, paymentId, amountCents],
+        expect: 1,
+      },
+    ]).catch((err) => {
+      if (isUniqueViolation(err)) return "repeat" as const; // this key's refund was made already
+      throw err;
+    });
+    if (applied === null) throw new ProcessorError(`Refund of ${amountCents} exceeds what payment ${paymentId} collected.`, "refund");
   }
 
   async mintCard(account: ProcessorAccount, card: { cardId: string; amountCents: number }, idempotencyKey: string): Promise<MintedCard> {

@@ -3,9 +3,10 @@ import type { DataSource } from "typeorm";
 import { isUniqueViolation } from "../db/datasource.js";
 import { queryRows } from "../db/fast.js";
 import type { Mode } from "../db/entities.js";
+import type { CardholderDetails } from "../domain/accounts.js";
 import { randomToken } from "../domain/ids.js";
 import { sha256 } from "../domain/secrets.js";
-import { formatExpiration, PaymentDeclinedError, ProcessorError, type MintedCard, type Processor, type ProcessorAccount } from "./types.js";
+import { AccountSetupError, formatExpiration, HoldUnavailableError, PaymentDeclinedError, ProcessorError, type MintedCard, type Processor, type ProcessorAccount } from "./types.js";
 
 /**
  * Issuing Elements (Stripe.js) reads card details with an ephemeral key made under this API
@@ -29,20 +30,88 @@ export interface StripeProcessorOptions {
   /** Per-request timeout of the SDK; the domain's own deadline (callProcessor) applies on top. */
   timeoutMs: number;
   ds: DataSource;
-  /** Who the Issuing cardholder of an account is; Stripe requires a name and a billing address. */
-  cardholder?: { name: string; address: { line1: string; city: string; state?: string; postal_code: string; country: string } };
+  /** PUBLIC_URL: the `setup_url` of a 403 setup_required for a cardholder Stripe will not issue to. */
+  publicUrl?: string;
 }
-
-const DEFAULT_CARDHOLDER: NonNullable<StripeProcessorOptions["cardholder"]> = {
-  name: "Cardctl Agent",
-  address: { line1: "510 Townsend Street", city: "San Francisco", state: "CA", postal_code: "94103", country: "US" },
-};
 
 interface StripeAccountRow {
   customer_id: string | null;
   attached_source: string | null;
   payment_method_id: string | null;
   cardholder_id: string | null;
+  /** cardholderVersion() of the details the cardholder was last created or updated with. */
+  cardholder_hash: string | null;
+}
+
+/**
+ * One version per operator set of the cardholder details: a hash of every field and of the set's
+ * random nonce, so setting A, then B, then A again yields three versions (three idempotency keys;
+ * Stripe would replay the first A's answer to a repeated key and leave the cardholder at B), and
+ * the hash, sent to Stripe in keys and metadata, reveals nothing of the tax id it covers.
+ */
+export const cardholderVersion = (d: CardholderDetails): string =>
+  sha256(
+    JSON.stringify([d.type, d.name, d.email, d.phone_number, d.billing.line1, d.billing.line2, d.billing.city, d.billing.state, d.billing.postal_code, d.billing.country, d.tax_id, d.updated_at, d.nonce]),
+  ).slice(0, 32);
+
+/** "Mary Ann Smith" → first "Mary Ann", last "Smith": Stripe needs both for an individual before cards activate. */
+function splitName(name: string): { first_name: string; last_name: string } {
+  const words = name.trim().split(/\s+/);
+  const last = words.length > 1 ? words.pop()! : words[0]!;
+  return { first_name: words.join(" "), last_name: last };
+}
+
+/** What a cardholder create and update both send: billing address, contact, and the type's own details. */
+function cardholderFields(d: CardholderDetails) {
+  const b = d.billing;
+  return {
+    billing: {
+      address: {
+        line1: b.line1,
+        ...(b.line2 !== null ? { line2: b.line2 } : {}),
+        city: b.city,
+        ...(b.state !== null ? { state: b.state } : {}),
+        postal_code: b.postal_code,
+        country: b.country,
+      },
+    },
+    ...(d.email !== null ? { email: d.email } : {}),
+    ...(d.phone_number !== null ? { phone_number: d.phone_number } : {}),
+    ...(d.type === "company" && d.tax_id !== null ? { company: { tax_id: d.tax_id } } : {}),
+    ...(d.type === "individual" ? { individual: splitName(d.name) } : {}),
+  };
+}
+
+/**
+ * Whether the cardholder at Stripe can take the new details by an update. Stripe cannot change a
+ * cardholder's type or name (the name is printed on its cards), and an update only sets fields, so
+ * details that drop a field Stripe holds (email, phone, line2, state, tax id) need a new cardholder.
+ */
+function updatable(current: Stripe.Issuing.Cardholder, d: CardholderDetails): boolean {
+  if (current.type !== d.type || current.name !== d.name) return false;
+  const address = current.billing?.address;
+  return !(
+    (current.email && d.email === null) ||
+    (current.phone_number && d.phone_number === null) ||
+    (address?.line2 && d.billing.line2 === null) ||
+    (address?.state && d.billing.state === null) ||
+    (current.company?.tax_id_provided && d.tax_id === null)
+  );
+}
+
+/** Why Stripe will not let the cardholder's cards be used, or null: not active, disabled, or requirements past due. */
+function cardholderProblem(ch: Stripe.Issuing.Cardholder): string | null {
+  const reasons: string[] = [];
+  if (ch.status !== "active") reasons.push(`its status at Stripe is '${ch.status}'`);
+  const disabled = ch.requirements?.disabled_reason;
+  if (disabled) reasons.push(`Stripe disabled it (requirements.disabled_reason '${disabled}')`);
+  const pastDue = ch.requirements?.past_due ?? [];
+  if (pastDue.length > 0) reasons.push(`Stripe needs ${pastDue.join(", ")} (requirements.past_due)`);
+  if (reasons.length === 0) return null;
+  return (
+    `Stripe will not issue cards to this account's cardholder (${ch.id}): ${reasons.join("; ")}. ` +
+    "Update the details with POST /admin/v1/accounts/:id/cardholder (cardctl accounts set-cardholder), or resolve it in the Stripe Dashboard."
+  );
 }
 
 /** Maps any failure of a Stripe call to the processor errors the domain understands. */
@@ -66,6 +135,25 @@ export function toProcessorError(step: string, err: unknown): Error {
   return new ProcessorError(err instanceof Error ? err.message : String(err), step);
 }
 
+const BUSY_RETRIES = 3;
+
+/**
+ * Stripe's "try again shortly": 429 (rate limited, or a request under the same key still running)
+ * and lock_timeout (another request holds the object). Neither is stored under the idempotency
+ * key, so the same call is sent again after a backoff with jitter: 100, 200, 400 ms.
+ */
+async function retrying<T>(fn: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await fn();
+    } catch (err) {
+      const busy = err instanceof Stripe.errors.StripeRateLimitError || (err instanceof Stripe.errors.StripeError && err.code === "lock_timeout");
+      if (!busy || attempt > BUSY_RETRIES) throw err;
+      await new Promise((r) => setTimeout(r, 100 * 2 ** (attempt - 1) * (0.75 + Math.random() * 0.5)));
+    }
+  }
+}
+
 /** Stripe refused the call because the object is already past the state the call needs. */
 const isUnexpectedState = (err: unknown) =>
   err instanceof Stripe.errors.StripeInvalidRequestError &&
@@ -81,7 +169,6 @@ const isUnexpectedState = (err: unknown) =>
 export class StripeProcessor implements Processor {
   readonly name = "stripe";
   readonly client: Stripe;
-  private readonly cardholder: NonNullable<StripeProcessorOptions["cardholder"]>;
 
   constructor(private readonly opts: StripeProcessorOptions) {
     const base = opts.apiBase ? new URL(opts.apiBase) : undefined;
@@ -93,12 +180,11 @@ export class StripeProcessor implements Processor {
       appInfo: { name: "cardctl" },
       ...(base ? { host: base.hostname, port: base.port || (protocol === "http" ? 80 : 443), protocol } : {}),
     });
-    this.cardholder = opts.cardholder ?? DEFAULT_CARDHOLDER;
   }
 
   private async call<T>(step: string, fn: () => Promise<T>): Promise<T> {
     try {
-      return await fn();
+      return await retrying(fn);
     } catch (err) {
       throw toProcessorError(step, err);
     }
@@ -114,7 +200,7 @@ export class StripeProcessor implements Processor {
   private async row(account: ProcessorAccount): Promise<StripeAccountRow | undefined> {
     const [row] = await queryRows(
       this.opts.ds,
-      `SELECT customer_id, attached_source, payment_method_id, cardholder_id FROM stripe_accounts WHERE account_id = ? AND mode = ?`,
+      `SELECT customer_id, attached_source, payment_method_id, cardholder_id, cardholder_hash FROM stripe_accounts WHERE account_id = ? AND mode = ?`,
       [account.accountId, account.mode],
     );
     return row;
@@ -169,23 +255,65 @@ export class StripeProcessor implements Processor {
     return { customerId, paymentMethodId: pm.id };
   }
 
+  private setupError(message: string): AccountSetupError {
+    return new AccountSetupError(message, ["cardholder"], this.opts.publicUrl ? `${this.opts.publicUrl}/setup` : undefined);
+  }
+
+  /** The cardholder details the operator set on the account (DESIGN 3.3), or null. */
+  private async cardholderDetails(account: ProcessorAccount): Promise<CardholderDetails | null> {
+    const [row] = await queryRows(this.opts.ds, `SELECT cardholder FROM accounts WHERE id = ?`, [account.accountId]);
+    const json = row?.cardholder as string | null | undefined;
+    return json ? (JSON.parse(json) as CardholderDetails) : null;
+  }
+
+  /**
+   * The account's Issuing cardholder in this mode, made from the operator's details, and checked
+   * for use: a cardholder Stripe has deactivated or disabled, or with requirements past due, is a
+   * 403 setup_required (`cardholder` missing), raised before the card is created (the hold placed
+   * before it is cancelled by the failed mint's compensation, so nothing stays held).
+   *
+   * New details reach Stripe on the next card: the existing cardholder is UPDATED when Stripe can
+   * take the change (billing address, email, phone, tax id, an individual's names), so the account
+   * keeps one cardholder whose verification state and card history carry over, and no orphan
+   * cardholders pile up at Stripe. A change of type or name (Stripe cannot update either; the name
+   * is printed on cards), or one that drops a field Stripe holds, makes a NEW cardholder; cards
+   * already issued stay with the old one, as cards cannot move. Both calls carry an idempotency key
+   * of the details' version (cardholderVersion), so a retry after a lost answer finds what the first
+   * attempt made, and a later set of the same details is a new version, never a replay.
+   */
   private async ensureCardholder(account: ProcessorAccount): Promise<string> {
     this.check(account);
-    const existing = (await this.row(account))?.cardholder_id;
-    if (existing) return existing;
-    const cardholder = await this.call("mint", () =>
-      this.client.issuing.cardholders.create(
-        {
-          type: "company",
-          name: this.cardholder.name,
-          status: "active",
-          billing: { address: this.cardholder.address },
-          metadata: { account_id: account.accountId, mode: account.mode },
-        },
-        { idempotencyKey: `${account.accountId}:${account.mode}:cardholder` },
-      ),
-    );
-    await this.save(account, { cardholder_id: cardholder.id });
+    const details = await this.cardholderDetails(account);
+    if (!details)
+      throw this.setupError(
+        "The account has no cardholder details: Stripe issues cards to a cardholder, which the operator sets with POST /admin/v1/accounts/:id/cardholder (cardctl accounts set-cardholder).",
+      );
+    const version = cardholderVersion(details);
+    const row = await this.row(account);
+    const existing = row?.cardholder_id ?? null;
+    let cardholder: Stripe.Issuing.Cardholder;
+    if (existing && row?.cardholder_hash === version) {
+      // Up to date with the details; read it for what Stripe says about it now.
+      cardholder = await this.call("mint", () => this.client.issuing.cardholders.retrieve(existing));
+    } else {
+      const current = existing ? await this.call("mint", () => this.client.issuing.cardholders.retrieve(existing)) : null;
+      const metadata = { account_id: account.accountId, mode: account.mode, details_version: version };
+      const key = `${account.accountId}:${account.mode}:cardholder:${version}`;
+      cardholder =
+        current && updatable(current, details)
+          ? await this.call("mint", () =>
+              this.client.issuing.cardholders.update(current.id, { ...cardholderFields(details), metadata }, { idempotencyKey: `${key}:update` }),
+            )
+          : await this.call("mint", () =>
+              this.client.issuing.cardholders.create(
+                { type: details.type, name: details.name, status: "active", ...cardholderFields(details), metadata },
+                { idempotencyKey: key },
+              ),
+            );
+      await this.save(account, { cardholder_id: cardholder.id, cardholder_hash: version });
+    }
+    const problem = cardholderProblem(cardholder);
+    if (problem) throw this.setupError(problem);
     return cardholder.id;
   }
 
@@ -195,7 +323,7 @@ export class StripeProcessor implements Processor {
 
   // --- the hold: a PaymentIntent, manual capture, confirmed off-session ---
 
-  async placeHold(account: ProcessorAccount, amountCents: number, idempotencyKey: string) {
+  async placeHold(account: ProcessorAccount, amountCents: number, refs: { cardId: string }, idempotencyKey: string) {
     const { customerId, paymentMethodId } = await this.ensureCustomer(account, "hold");
     const pi = await this.call("hold", () =>
       this.client.paymentIntents.create(
@@ -204,9 +332,13 @@ export class StripeProcessor implements Processor {
           currency: "usd",
           customer: customerId,
           payment_method: paymentMethodId,
+          // Only cards (this API version names it allowed_payment_method_types, formerly
+          // payment_method_types): no redirect-based method can be chosen, so no return_url is needed.
+          allowed_payment_method_types: ["card"],
           capture_method: "manual",
           confirm: true,
           off_session: true,
+          metadata: { card_id: refs.cardId, account_id: account.accountId, purpose: "hold" },
         },
         { idempotencyKey },
       ),
@@ -221,10 +353,27 @@ export class StripeProcessor implements Processor {
     throw new ProcessorError(`Stripe left the hold in status '${pi.status}'.`, "hold", { payment_intent: pi.id });
   }
 
+  /**
+   * The card's hold, found by its metadata among the customer's PaymentIntents, newest first (a
+   * list, unlike search, is consistent at once). A hold older than the latest 100 of the customer
+   * is not found: holds are minutes old when this runs (recovery after a lease).
+   */
+  async findHold(account: ProcessorAccount, refs: { cardId: string }) {
+    this.check(account);
+    const customerId = (await this.row(account))?.customer_id;
+    if (!customerId) return null;
+    const page = await this.call("hold", () => this.client.paymentIntents.list({ customer: customerId, limit: 100 }));
+    const pi = page.data.find((p) => p.metadata?.card_id === refs.cardId && p.metadata?.purpose === "hold");
+    if (!pi) return null;
+    // Any other status holds nothing (placeHold cancels a hold Stripe left unconfirmed).
+    const status = pi.status === "requires_capture" ? ("held" as const) : pi.status === "succeeded" ? ("captured" as const) : ("canceled" as const);
+    return { holdId: pi.id, status };
+  }
+
   async cancelHold(account: ProcessorAccount, holdId: string, idempotencyKey: string) {
     this.check(account);
     try {
-      await this.client.paymentIntents.cancel(holdId, {}, { idempotencyKey });
+      await retrying(() => this.client.paymentIntents.cancel(holdId, {}, { idempotencyKey }));
     } catch (err) {
       // Already canceled (or captured): nothing is held any more, which is what cancel wants.
       if (isUnexpectedState(err)) {
@@ -241,11 +390,12 @@ export class StripeProcessor implements Processor {
     const capture = Math.max(amountCents, STRIPE_MINIMUM_CHARGE_CENTS);
     try {
       // Capturing less than the authorized amount releases the rest.
-      await this.client.paymentIntents.capture(holdId, { amount_to_capture: capture }, { idempotencyKey });
+      await retrying(() => this.client.paymentIntents.capture(holdId, { amount_to_capture: capture }, { idempotencyKey }));
     } catch (err) {
       let captured = false;
       if (isUnexpectedState(err)) {
         const pi = await this.call("capture", () => this.client.paymentIntents.retrieve(holdId));
+        if (pi.status === "canceled") throw new HoldUnavailableError(holdId);
         captured = pi.status === "succeeded";
       }
       if (!captured) throw toProcessorError("capture", err);
@@ -257,6 +407,46 @@ export class StripeProcessor implements Processor {
           { idempotencyKey: `${idempotencyKey}:refund` },
         ),
       );
+  }
+
+  // --- money beyond the hold, and money back ---
+
+  async chargeOffSession(account: ProcessorAccount, amountCents: number, refs: { cardId: string; paymentId: string }, idempotencyKey: string) {
+    const { customerId, paymentMethodId } = await this.ensureCustomer(account, "charge");
+    // Below Stripe's minimum the charge is the minimum and the difference is refunded at once.
+    const amount = Math.max(amountCents, STRIPE_MINIMUM_CHARGE_CENTS);
+    const pi = await this.call("charge", () =>
+      this.client.paymentIntents.create(
+        {
+          amount,
+          currency: "usd",
+          customer: customerId,
+          payment_method: paymentMethodId,
+          allowed_payment_method_types: ["card"],
+          confirm: true,
+          off_session: true,
+          metadata: { card_id: refs.cardId, account_id: account.accountId, payment_id: refs.paymentId, purpose: "charge" },
+        },
+        { idempotencyKey },
+      ),
+    );
+    if (pi.status !== "succeeded") {
+      const e = pi.last_payment_error;
+      throw new PaymentDeclinedError(e?.decline_code || e?.code || (pi.status === "requires_action" ? "authentication_required" : "card_declined"));
+    }
+    if (amount > amountCents)
+      await this.call("charge", () =>
+        this.client.refunds.create(
+          { payment_intent: pi.id, amount: amount - amountCents, metadata: { reason: "below_stripe_minimum_charge" } },
+          { idempotencyKey: `${idempotencyKey}:refund` },
+        ),
+      );
+    return { paymentId: pi.id };
+  }
+
+  async refund(account: ProcessorAccount, paymentId: string, amountCents: number, idempotencyKey: string) {
+    this.check(account);
+    await this.call("refund", () => this.client.refunds.create({ payment_intent: paymentId, amount: amountCents }, { idempotencyKey }));
   }
 
   // --- the card: an Issuing virtual card with an all-time limit ---
@@ -290,7 +480,7 @@ export class StripeProcessor implements Processor {
   async revokeCard(account: ProcessorAccount, processorCardId: string, idempotencyKey: string) {
     this.check(account);
     try {
-      await this.client.issuing.cards.update(processorCardId, { status: "canceled" }, { idempotencyKey });
+      await retrying(() => this.client.issuing.cards.update(processorCardId, { status: "canceled" }, { idempotencyKey }));
     } catch (err) {
       // A canceled card cannot be updated any more: already revoked is success.
       if (err instanceof Stripe.errors.StripeInvalidRequestError) {

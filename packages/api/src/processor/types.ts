@@ -23,14 +23,36 @@ export const formatExpiration = (month: number, year: number) => `${String(month
  */
 export interface Processor {
   readonly name: string;
-  placeHold(account: ProcessorAccount, amountCents: number, idempotencyKey: string): Promise<{ holdId: string }>;
+  /** `refs` label the hold at the processor (metadata), so it can be found from our ids. */
+  placeHold(account: ProcessorAccount, amountCents: number, refs: { cardId: string }, idempotencyKey: string): Promise<{ holdId: string }>;
+  /**
+   * The hold made for our card, whatever key made it, by reading the processor (never by sending
+   * a create again): an unknown outcome is resolved this way. Null when there is none.
+   */
+  findHold(account: ProcessorAccount, refs: { cardId: string }): Promise<{ holdId: string; status: "held" | "captured" | "canceled" } | null>;
   cancelHold(account: ProcessorAccount, holdId: string, idempotencyKey: string): Promise<void>;
+  /**
+   * Captures `amountCents` of the hold and releases the rest; a hold captures once. Throws
+   * HoldUnavailableError when the processor has canceled the hold (it lapsed) before.
+   */
   captureHold(account: ProcessorAccount, holdId: string, amountCents: number, idempotencyKey: string): Promise<void>;
   mintCard(
     account: ProcessorAccount,
     card: { cardId: string; amountCents: number; agentId: string | null },
     idempotencyKey: string,
   ): Promise<MintedCard>;
+  /**
+   * Charges the saved payment method off-session, for money a card spent beyond its hold (an
+   * overage, a second capture). Declines throw PaymentDeclinedError; `refs` label the payment.
+   */
+  chargeOffSession(
+    account: ProcessorAccount,
+    amountCents: number,
+    refs: { cardId: string; paymentId: string },
+    idempotencyKey: string,
+  ): Promise<{ paymentId: string }>;
+  /** Gives money back through a payment (a captured hold or a charge); at most what it collected. */
+  refund(account: ProcessorAccount, paymentId: string, amountCents: number, idempotencyKey: string): Promise<void>;
   /** Deactivates the card for good; idempotent. */
   revokeCard(account: ProcessorAccount, processorCardId: string, idempotencyKey: string): Promise<void>;
   createEphemeralKey(
@@ -38,6 +60,8 @@ export interface Processor {
     processorCardId: string,
     nonce?: string,
   ): Promise<{ secret: string; expiresAt: number }>;
+  /** Test mode: makes the hold lapse as it would after about 7 days (default: cancel it). */
+  expireHold?(holdId: string): Promise<void>;
   /**
    * Optional set-up when the operator saves a payment method (Stripe: the account's Customer in
    * this mode, with the payment method attached). Idempotent; processors without set-up omit it.
@@ -57,6 +81,14 @@ export class ProcessorError extends Error {
   }
 }
 
+/** The hold can no longer be captured: the processor canceled it (it expired) before the capture. */
+export class HoldUnavailableError extends Error {
+  constructor(readonly holdId: string) {
+    super(`The hold ${holdId} was canceled by the processor and can no longer be captured.`);
+    this.name = "HoldUnavailableError";
+  }
+}
+
 /** The saved payment method was declined for the hold. */
 export class PaymentDeclinedError extends Error {
   constructor(readonly declineCode: string) {
@@ -67,3 +99,20 @@ export class PaymentDeclinedError extends Error {
 
 /** Picks the processor for a mode; throws AppError 503 when the mode has none configured. */
 export type ProcessorResolver = (mode: Mode) => Processor;
+
+/**
+ * The processor will not issue for the account until the operator completes its set-up (a Stripe
+ * cardholder that is missing, disabled or short of requirements). Definite, and nothing was made
+ * by the call; the API answers 403 setup_required with `missing` (toApiError).
+ */
+export class AccountSetupError extends Error {
+  constructor(
+    message: string,
+    readonly missing: string[],
+    /** The page where set-up is finished (`setup_url`), when the processor knows it. */
+    readonly setupUrl?: string,
+  ) {
+    super(message);
+    this.name = "AccountSetupError";
+  }
+}

@@ -44,7 +44,7 @@ export const approvalsRouter = router({
     .input(s.approvalIdInput)
     .output(s.cardCreated)
     .mutation(async ({ ctx, input }) => {
-      const card = await ctx.services.approvals.approve(ctx.principal, input.id);
+      const card = await ctx.services.approvals.approve(ctx.principal, input.id, ctx.creationKey);
       ctx.response.status = 201;
       return cardCreatedView(card);
     }),
@@ -54,7 +54,7 @@ export const approvalsRouter = router({
     .input(s.rejectInput)
     .output(s.rejectOutput)
     .mutation(async ({ ctx, input }) => {
-      await ctx.services.approvals.reject(ctx.principal, input.id, input.reason ?? null);
+      await ctx.services.approvals.reject(ctx.principal, input.id, input.reason ?? null, ctx.creationKey);
       return { ok: true as const, status: "REJECTED" as const };
     }),
 });

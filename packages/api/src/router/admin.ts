@@ -1,5 +1,6 @@
 import { accountView, keyView } from "../domain/accounts.js";
 import { isoTime } from "../domain/ids.js";
+import { operatorPaymentView } from "../domain/views.js";
 import * as s from "@cardctl/contract";
 import { z } from "zod";
 import { adminProcedure, router } from "../trpc.js";
@@ -40,6 +41,22 @@ export const adminRouter = router({
     .output(s.account)
     .mutation(async ({ ctx, input }) => accountView(await ctx.services.accounts.setPaymentMethod(input.id, input.payment_method, "required"))),
 
+  setCardholder: adminProcedure
+    .meta({
+      openapi: {
+        method: "POST",
+        path: "/accounts/{id}/cardholder",
+        tags,
+        summary: "Set who the account's cards are issued to (required before Stripe card creation)",
+      },
+    })
+    .input(accountId.extend(s.cardholderFields).strict().superRefine(s.cardholderRules))
+    .output(s.account)
+    .mutation(async ({ ctx, input }) => {
+      const { id, ...details } = input;
+      return accountView(await ctx.services.accounts.setCardholder(id, details));
+    }),
+
   createKey: adminProcedure
     .meta({ openapi: { method: "POST", path: "/accounts/{id}/keys", tags, summary: "Create an API key (secret shown once)" } })
     .input(accountId.extend({ mode: s.mode, role: s.role.default("full"), name: z.string().min(1).max(200).optional() }).strict())
@@ -55,6 +72,21 @@ export const adminRouter = router({
     .input(accountId)
     .output(z.object({ data: z.array(s.apiKey) }))
     .query(async ({ ctx, input }) => ({ data: (await ctx.services.accounts.listKeys(input.id)).map(keyView) })),
+
+  listPaymentProblems: adminProcedure
+    .meta({
+      openapi: {
+        method: "GET",
+        path: "/payments",
+        tags,
+        summary: "Payments to follow up: charges the payment method declined (uncollected) and repeated failures (attention)",
+      },
+    })
+    .input(s.listPaymentProblemsInput)
+    .output(z.object({ data: z.array(s.operatorPayment) }))
+    .query(async ({ ctx, input }) => ({
+      data: (await ctx.services.payments.problems({ status: input.status, accountId: input.account_id })).map(operatorPaymentView),
+    })),
 
   revokeKey: adminProcedure
     .meta({ openapi: { method: "POST", path: "/keys/{id}/revoke", tags, summary: "Revoke a key, effective immediately" } })

@@ -1,6 +1,6 @@
 import { router } from "../trpc.js";
 import { approvalsRouter, balanceRouter, policiesRouter } from "./account.js";
-import { cardsRouter, testHelpersRouter } from "./cards.js";
+import { authorizationsRouter, cardsRouter, testHelpersRouter, transactionsRouter } from "./cards.js";
 
 /** Every procedure of the public API: tRPC at /trpc, REST at /v1 through trpc-to-openapi. */
 export const appRouter = router({
@@ -8,6 +8,8 @@ export const appRouter = router({
   balance: balanceRouter,
   policies: policiesRouter,
   approvals: approvalsRouter,
+  authorizations: authorizationsRouter,
+  transactions: transactionsRouter,
   testHelpers: testHelpersRouter,
 });
 

@@ -44,6 +44,8 @@ export function registerAccount(program: Command): void {
         ["Max per card", out.money(b.max_per_card_cents)],
         ["Approval required", b.approval_required ? "yes" : "no"],
         ["Setup complete", b.setup_complete ? out.style("yes", "green") : out.style("no", "red")],
+        // Spent beyond cards' holds and refused by the payment method: the operator follows it up.
+        ["Uncollected", b.uncollected_cents ? out.style(out.money(b.uncollected_cents), "red") : out.money(0)],
       ]);
     });
 

@@ -17,10 +17,12 @@ export function printCard(ctx: Ctx, c: Record<string, any>): void {
     ["Card", `•••• ${c.last_four}  exp ${c.expiration}`],
     ["Limit", out.money(c.spending_limit_cents ?? c.amount_cents)],
     ["Remaining", out.money(c.remaining_cents)],
+    ...(c.spent_cents !== undefined ? ([["Spent", out.money(c.spent_cents)]] as Array<[string, string]>) : []),
     ["Agent", c.agent_id ?? "-"],
   ];
   if ("purpose" in c) pairs.push(["Purpose", c.purpose ?? "-"]);
   pairs.push(["Created", `${relativeTime(c.created_at)} ${out.style(`(${c.created_at})`, "dim")}`]);
+  if (c.expires_at && c.status === "OPEN") pairs.push(["Expires", `${relativeTime(c.expires_at)} ${out.style(`(${c.expires_at})`, "dim")}`]);
   if ("closed_at" in c) pairs.push(["Closed", c.closed_at ? relativeTime(c.closed_at) : "-"]);
   if (c.processor_card_id) pairs.push(["Processor id", c.processor_card_id]);
   if (c.ephemeral_key_secret) pairs.push(["Ephemeral key", out.style("(secret; shown with --json, for the processor's reveal library)", "dim")]);
@@ -148,9 +150,35 @@ export function registerCards(program: Command): void {
     .description("Show one card (the ephemeral key secret only with --json)")
     .action(async (id: string, _o: unknown, cmd: Command) => {
       const ctx = ctxOf(cmd);
-      const card: any = await ctx.out.spin("Fetching the card", () => ctx.client().cards.get(id));
-      if (ctx.out.json) return ctx.out.printJson(card);
+      const client = ctx.client();
+      // The card with its money lifecycle: every authorization and every transaction on it.
+      const [card, authorizations, transactions] = await ctx.out.spin("Fetching the card", () =>
+        Promise.all([client.cards.get(id), client.authorizations.list({ card_id: id, limit: 100 }).toArray(), client.transactions.list({ card_id: id, limit: 100 }).toArray()]),
+      );
+      if (ctx.out.json) return ctx.out.printJson({ ...card, authorizations, transactions });
+      const { out } = ctx;
       printCard(ctx, card);
+      out.line("");
+      out.line(out.style("Authorizations", "bold"));
+      out.table(
+        ["ID", "Amount", "Decision", "Status", "Merchant", "When"],
+        authorizations.map((a) => [
+          a.id,
+          out.money(a.amount_cents),
+          a.approved ? out.style("approved", "green") : out.style(`declined: ${a.decline_reason ?? "-"}`, "red"),
+          a.status,
+          truncate([a.merchant.name, a.merchant.country].filter(Boolean).join(", ") || "-", 30),
+          relativeTime(a.created_at),
+        ]),
+        "No authorizations.",
+      );
+      out.line("");
+      out.line(out.style("Transactions", "bold"));
+      out.table(
+        ["ID", "Type", "Amount", "Merchant", "When"],
+        transactions.map((t) => [t.id, t.type, out.money(t.type === "refund" ? -t.amount_cents : t.amount_cents), truncate(t.merchant_name ?? "-", 30), relativeTime(t.created_at)]),
+        "No transactions.",
+      );
     });
 
   cards

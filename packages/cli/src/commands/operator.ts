@@ -4,13 +4,29 @@ import { ctxOf, type Ctx } from "../context.js";
 import { UsageError } from "../errors.js";
 import { relativeTime } from "../output.js";
 
+/** "1 Main Street, Suite 2, Springfield, IL 62701, US" */
+function formatAddress(b: any): string {
+  const cityLine = [b.city, [b.state, b.postal_code].filter(Boolean).join(" ")].filter(Boolean).join(", ");
+  return [b.line1, b.line2, cityLine, b.country].filter(Boolean).join(", ");
+}
+
 function printAccount(ctx: Ctx, a: any): void {
   const { out } = ctx;
+  const c = a.cardholder;
   out.kv([
     ["ID", a.id],
     ["Name", a.name],
     ["KYB verified", a.kyb_verified ? out.style("yes", "green") : out.style("no", "yellow")],
     ["Payment method", a.payment_method ?? out.style("none", "yellow")],
+    ["Cardholder", c ? `${c.name} (${c.type})` : out.style("none (needed before Stripe issues cards)", "yellow")],
+    ...(c
+      ? ([
+          ["  Billing address", formatAddress(c.billing)],
+          ["  Email", c.email ?? "-"],
+          ["  Phone", c.phone_number ?? "-"],
+          ...(c.type === "company" ? [["  Tax id", c.tax_id_last4 ? `••••${c.tax_id_last4}` : "-"]] : []),
+        ] as Array<[string, string]>)
+      : []),
     ["Created", relativeTime(a.created_at)],
   ]);
 }
@@ -70,6 +86,64 @@ export function registerOperator(program: Command): void {
       if (ctx.out.json) return ctx.out.printJson(a);
       printAccount(ctx, a);
     });
+
+  accounts
+    .command("set-cardholder")
+    .argument("<id>", "account id (acct_…)")
+    .requiredOption("--type <type>", "company or individual")
+    .requiredOption("--name <name>", "printed on cards: at most 24 letters (an individual's is \"First Last\")")
+    .requiredOption("--line1 <line1>", "billing address, first line")
+    .option("--line2 <line2>", "billing address, second line")
+    .requiredOption("--city <city>", "billing address city")
+    .option("--state <state>", "state, county or region (e.g. CA)")
+    .requiredOption("--postal-code <code>", "postal or ZIP code")
+    .requiredOption("--country <code>", "ISO 3166-1 alpha-2 country code, e.g. US")
+    .option("--email <email>", "the cardholder's email")
+    .option("--phone <number>", "the cardholder's phone number, e.g. +14155550123")
+    .option("--tax-id <id>", "companies: the business id number (only its last 4 are shown again)")
+    .description("Set who the account's cards are issued to (the Stripe cardholder; needed before Stripe issues cards)")
+    .action(
+      async (
+        id: string,
+        o: {
+          type: string;
+          name: string;
+          line1: string;
+          line2?: string;
+          city: string;
+          state?: string;
+          postalCode: string;
+          country: string;
+          email?: string;
+          phone?: string;
+          taxId?: string;
+        },
+        cmd: Command,
+      ) => {
+        const ctx = ctxOf(cmd);
+        if (!["company", "individual"].includes(o.type)) throw new UsageError("--type must be company or individual.");
+        if (o.taxId !== undefined && o.type !== "company") throw new UsageError("--tax-id is for company cardholders only.");
+        const body: Record<string, unknown> = {
+          type: o.type,
+          name: o.name,
+          billing: {
+            line1: o.line1,
+            ...(o.line2 !== undefined ? { line2: o.line2 } : {}),
+            city: o.city,
+            ...(o.state !== undefined ? { state: o.state } : {}),
+            postal_code: o.postalCode,
+            country: o.country.toUpperCase(),
+          },
+          ...(o.email !== undefined ? { email: o.email } : {}),
+          ...(o.phone !== undefined ? { phone_number: o.phone } : {}),
+          ...(o.taxId !== undefined ? { tax_id: o.taxId } : {}),
+        };
+        const a = await ctx.out.spin("Saving the cardholder", () => ctx.admin("POST", `/accounts/${encodeURIComponent(id)}/cardholder`, body));
+        if (ctx.out.json) return ctx.out.printJson(a);
+        ctx.out.line(`${ctx.out.style("✓", "green")} Cardholder saved. On Stripe, the next card is issued to it.`);
+        printAccount(ctx, a);
+      },
+    );
 
   const keys = program.command("keys").description("Operator: create, list and revoke API keys").addHelpText("after", OPERATOR_HELP);
   keys

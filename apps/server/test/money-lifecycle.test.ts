@@ -1,0 +1,248 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { dbKind, expectError, processor, startServer, type TestServer } from "./harness.js";
+import { guarded, sleep } from "./helpers.js";
+
+/**
+ * The card money lifecycle (DESIGN 3.6) through the test helpers (3.10), as a table of scenarios.
+ * After each one, the invariant: what the processor collected from the customer for the card
+ * (its hold's capture and its charges, net of refunds) equals what settled minus what was
+ * refunded, exactly; and nothing is approved while the card's hold is not in force.
+ */
+describe(`money lifecycle scenarios (${dbKind}, ${processor})`, () => {
+  let s: TestServer;
+  let key: string;
+  beforeAll(async () => {
+    s = guarded(await startServer());
+    key = await (await s.newAccount()).key();
+  });
+  afterAll(() => s.close());
+
+  const post = (path: string, body?: unknown) => s.request("POST", path, { key, body });
+  const card = async (amount: number) => (await post("/v1/cards", { amount_cents: amount })).body as { id: string };
+  const authorize = async (cardId: string, amount: number, merchant?: object) => (await post(`/v1/test_helpers/cards/${cardId}/authorizations`, { amount_cents: amount, merchant })).body;
+  const capture = async (authId: string, amount?: number) => (await post(`/v1/test_helpers/authorizations/${authId}/capture`, amount ? { amount_cents: amount } : undefined)).body;
+  const refund = async (txnId: string, amount?: number) => (await post(`/v1/test_helpers/transactions/${txnId}/refund`, amount ? { amount_cents: amount } : undefined)).body;
+  const read = async (cardId: string) => (await s.request("GET", `/v1/cards/${cardId}`, { key })).body;
+
+  /** What the processor collected for a card: every payment it made for it, net of refunds. */
+  async function collected(cardId: string): Promise<number> {
+    const ids = await s.query("SELECT DISTINCT processor_payment_id AS id FROM payments WHERE card_id = ? AND kind <> 'refund' AND status = 'succeeded'", [cardId]);
+    let n = 0;
+    for (const { id } of ids) n += (await s.processor.hold(id))!.captured_cents;
+    return n;
+  }
+
+  /** collected = settled − refunded, per card, from the processor's side and from the API's. */
+  async function expectInvariant(cardId: string, settledMinusRefunded: number) {
+    const txns = (await s.request("GET", `/v1/transactions?card_id=${cardId}`, { key })).body.data as { type: string; amount_cents: number }[];
+    const net = txns.reduce((n, t) => n + (t.type === "capture" ? t.amount_cents : -t.amount_cents), 0);
+    expect(net, "settled − refunded from /v1/transactions").toBe(settledMinusRefunded);
+    expect((await read(cardId)).spent_cents, "spent_cents").toBe(settledMinusRefunded);
+    expect(await collected(cardId), "collected by the processor").toBe(settledMinusRefunded);
+  }
+
+  it("a verification (0) is approved and uses nothing; the purchase after it is approved and settles", async () => {
+    const c = await card(1000);
+    const check = await authorize(c.id, 0, { name: "Verify Inc", category: "computer_software_stores", country: "US" });
+    expect(check).toMatchObject({ approved: true, amount_cents: 0, status: "closed", merchant: { name: "Verify Inc", category: "computer_software_stores", country: "US" } });
+    expect(await read(c.id)).toMatchObject({ status: "OPEN", remaining_cents: 1000 });
+    const auth = await authorize(c.id, 700);
+    expect(auth).toMatchObject({ approved: true, status: "pending", decline_reason: null });
+    expect(await read(c.id)).toMatchObject({ status: "USED", remaining_cents: 0, spent_cents: 0 });
+    expect((await s.request("GET", "/v1/balance", { key })).body.held_cents).toBeGreaterThanOrEqual(1000); // held until settlement
+    const txn = await capture(auth.id);
+    expect(txn).toMatchObject({ type: "capture", amount_cents: 700, authorization_id: auth.id, card_id: c.id });
+    await expectInvariant(c.id, 700);
+    const list = (await s.request("GET", `/v1/authorizations?card_id=${c.id}`, { key })).body.data;
+    expect(list.map((a: any) => [a.amount_cents, a.status])).toEqual([
+      [700, "closed"],
+      [0, "closed"],
+    ]);
+  });
+
+  it("a second purchase on a used card is declined and recorded with its reason", async () => {
+    const c = await card(1000);
+    await authorize(c.id, 100);
+    expect(await authorize(c.id, 100)).toMatchObject({ approved: false, decline_reason: "card_not_open", status: "closed" });
+    const over = await card(500);
+    expect(await authorize(over.id, 501)).toMatchObject({ approved: false, decline_reason: "amount_exceeds_remaining" });
+    expect(await read(over.id)).toMatchObject({ status: "OPEN", remaining_cents: 500 });
+  });
+
+  for (const [name, amount, settle, expected] of [
+    ["lower than authorized (a partial shipment)", 800, 500, { hold: 500, charge: 0 }],
+    ["equal to the authorization", 800, 800, { hold: 800, charge: 0 }],
+    ["higher than authorized, within the hold (a tip)", 800, 950, { hold: 950, charge: 0 }],
+    ["higher than the hold: the rest is charged off-session", 800, 1300, { hold: 1000, charge: 300 }],
+  ] as const)
+    it(`settles ${name}`, async () => {
+      const c = await card(1000);
+      const auth = await authorize(c.id, amount);
+      await capture(auth.id, settle);
+      const payments = await s.query("SELECT kind, amount_cents, status FROM payments WHERE card_id = ? ORDER BY seq", [c.id]);
+      expect(payments.map((p) => [p.kind, Number(p.amount_cents), p.status])).toEqual([
+        ["hold_capture", expected.hold, "succeeded"],
+        ...(expected.charge ? [["charge", expected.charge, "succeeded"]] : []),
+      ]);
+      const [row] = await s.query("SELECT hold_id FROM cards WHERE id = ?", [c.id]);
+      expect(await s.processor.hold(row.hold_id)).toMatchObject({ status: "captured", captured_cents: expected.hold }); // the rest released
+      await expectInvariant(c.id, settle);
+      expect((await s.request("GET", "/v1/balance", { key })).body.uncollected_cents).toBe(0);
+    });
+
+  it("two captures: the second is charged as its own payment", async () => {
+    const c = await card(1000);
+    const auth = await authorize(c.id, 600);
+    await capture(auth.id, 400);
+    await capture(auth.id, 200);
+    await expectInvariant(c.id, 600);
+  });
+
+  it("refunds go back to the customer, in full or in part, never more than was collected", async () => {
+    const c = await card(1000);
+    const auth = await authorize(c.id, 1000);
+    const txn = await capture(auth.id, 1200); // 1000 from the hold, 200 charged
+    const part = await refund(txn.id, 300);
+    expect(part).toMatchObject({ type: "refund", amount_cents: 300, card_id: c.id });
+    await expectInvariant(c.id, 900);
+    await refund(txn.id, 900);
+    await expectInvariant(c.id, 0);
+  });
+
+  for (const outcome of ["reverse", "expire"] as const)
+    it(`an authorization that ${outcome}s unsettled gives the card back, OPEN with its full remaining`, async () => {
+      const c = await card(900);
+      const auth = await authorize(c.id, 400);
+      expect(await read(c.id)).toMatchObject({ status: "USED" });
+      const released = (await post(`/v1/test_helpers/authorizations/${auth.id}/${outcome}`)).body;
+      expect(released.status).toBe(outcome === "reverse" ? "reversed" : "expired");
+      expect(await read(c.id)).toMatchObject({ status: "OPEN", remaining_cents: 900, spent_cents: 0 });
+      await expectInvariant(c.id, 0);
+      expectError(await post(`/v1/test_helpers/authorizations/${auth.id}/${outcome}`), 409, "authorization_not_pending");
+      // The card is usable again.
+      const again = await authorize(c.id, 900);
+      expect(again.approved).toBe(true);
+      await capture(again.id);
+      await expectInvariant(c.id, 900);
+    });
+
+  it("a hold the processor canceled closes the card at once; nothing is approved after", async () => {
+    const c = await card(700);
+    const before = (await s.request("GET", "/v1/balance", { key })).body;
+    const closed = (await post(`/v1/test_helpers/cards/${c.id}/expire_hold`)).body;
+    expect(closed).toMatchObject({ id: c.id, status: "CLOSED" });
+    expect(await authorize(c.id, 100)).toMatchObject({ approved: false, decline_reason: "card_not_open" });
+    const [row] = await s.query("SELECT hold_status, processor_card_id FROM cards WHERE id = ?", [c.id]);
+    expect(row.hold_status).toBe("EXPIRED");
+    expect(await s.processor.card(row.processor_card_id)).toBe("canceled");
+    const [{ hold_id }] = await s.query("SELECT hold_id FROM cards WHERE id = ?", [c.id]);
+    expect(await s.processor.hold(hold_id)).toMatchObject({ status: "canceled" });
+    expect((await s.request("GET", "/v1/balance", { key })).body).toMatchObject({ open_cards: before.open_cards - 1, held_cents: before.held_cents - 700 });
+  });
+
+  it("a hold canceled after the authorization: the settlement is charged off-session", async () => {
+    const c = await card(700);
+    const auth = await authorize(c.id, 500);
+    await post(`/v1/test_helpers/cards/${c.id}/expire_hold`);
+    await capture(auth.id, 500);
+    const payments = await s.query("SELECT kind, status FROM payments WHERE card_id = ?", [c.id]);
+    expect(payments).toEqual([{ kind: "charge", status: "succeeded" }]);
+    await expectInvariant(c.id, 500);
+  });
+
+  it("a charge the payment method declines is uncollected, shown on the balance", async () => {
+    const acct = await s.newAccount();
+    const k = await acct.key();
+    const c = (await s.request("POST", "/v1/cards", { key: k, body: { amount_cents: 400 } })).body;
+    const auth = (await s.request("POST", `/v1/test_helpers/cards/${c.id}/authorizations`, { key: k, body: { amount_cents: 400 } })).body;
+    s.processor.fail("charge", "decline");
+    try {
+      await s.request("POST", `/v1/test_helpers/authorizations/${auth.id}/capture`, { key: k, body: { amount_cents: 650 } });
+    } finally {
+      s.processor.clear();
+    }
+    const payments = await s.query("SELECT kind, amount_cents, status FROM payments WHERE card_id = ? ORDER BY seq", [c.id]);
+    expect(payments.map((p) => [p.kind, Number(p.amount_cents), p.status])).toEqual([
+      ["hold_capture", 400, "succeeded"],
+      ["charge", 250, "uncollected"],
+    ]);
+    expect((await s.request("GET", "/v1/balance", { key: k })).body.uncollected_cents).toBe(250);
+    // The operator sees it.
+    const listed = (await s.admin("GET", `/payments?status=uncollected&account_id=${acct.id}`)).body.data;
+    expect(listed).toMatchObject([{ account_id: acct.id, card_id: c.id, kind: "charge", amount_cents: 250, status: "uncollected", attempts: 1 }]);
+    expect(listed[0].last_error).toMatch(/declined/);
+  });
+
+  it("a payment that keeps failing needs attention, listed for the operator", async () => {
+    const acct = await s.newAccount();
+    const k = await acct.key();
+    const c = (await s.request("POST", "/v1/cards", { key: k, body: { amount_cents: 400 } })).body;
+    const auth = (await s.request("POST", `/v1/test_helpers/cards/${c.id}/authorizations`, { key: k, body: { amount_cents: 400 } })).body;
+    s.processor.fail("capture", "fail");
+    try {
+      await s.request("POST", `/v1/test_helpers/authorizations/${auth.id}/capture`, { key: k });
+      // The last allowed attempt fails too.
+      await s.query("UPDATE payments SET attempts = 8, next_attempt_at = 0 WHERE card_id = ?", [c.id]);
+      await s.app.services.maintenance.run();
+    } finally {
+      s.processor.clear();
+    }
+    const [p] = (await s.admin("GET", `/payments?account_id=${acct.id}`)).body.data;
+    expect(p).toMatchObject({ card_id: c.id, kind: "hold_capture", status: "attention", attempts: 9 });
+    expect(p.last_error).toBeTruthy();
+    // It is not retried on its own any more.
+    await s.query("UPDATE payments SET next_attempt_at = 0 WHERE card_id = ?", [c.id]);
+    await s.app.services.maintenance.run();
+    expect((await s.query("SELECT status FROM payments WHERE card_id = ?", [c.id]))[0].status).toBe("attention");
+  });
+
+  it("lost answers at every processor step are retried from the queue until the invariant holds", async () => {
+    const c = await card(1000);
+    const auth = await authorize(c.id, 1000);
+    s.processor.fail("capture", "fail");
+    s.processor.fail("charge", "fail");
+    const txn = await capture(auth.id, 1300);
+    s.processor.clear();
+    s.processor.fail("refund", "fail");
+    await refund(txn.id, 100);
+    s.processor.clear();
+    expect(await collected(c.id)).toBe(0); // nothing moved yet
+    for (let i = 0; i < 4; i++) {
+      await s.query("UPDATE payments SET next_attempt_at = 0 WHERE card_id = ? AND status = 'pending'", [c.id]);
+      await s.app.services.maintenance.run();
+    }
+    const statuses = await s.query("SELECT kind, status, attempts FROM payments WHERE card_id = ? ORDER BY seq", [c.id]);
+    expect(statuses.map((p) => p.status)).toEqual(["succeeded", "succeeded", "succeeded"]);
+    await expectInvariant(c.id, 1200);
+  });
+});
+
+describe(`card expiry (${dbKind}, ${processor})`, () => {
+  let s: TestServer;
+  beforeAll(async () => {
+    s = guarded(await startServer({ CARD_TTL_SECONDS: "1" }));
+  });
+  afterAll(() => s.close());
+
+  it("a card past expires_at is declined at once, and the maintenance pass closes it and releases its hold", async () => {
+    const c = (await s.request("POST", "/v1/cards", { body: { amount_cents: 600 } })).body;
+    expect(Date.parse(c.expires_at) - Date.parse(c.created_at)).toBe(1000);
+    const used = (await s.request("POST", "/v1/cards", { body: { amount_cents: 300 } })).body;
+    const auth = (await s.request("POST", `/v1/test_helpers/cards/${used.id}/authorizations`, { body: { amount_cents: 200 } })).body;
+    await sleep(1100);
+    const late = (await s.request("POST", `/v1/test_helpers/cards/${c.id}/authorizations`, { body: { amount_cents: 100 } })).body;
+    expect(late).toMatchObject({ approved: false, decline_reason: "card_expired" });
+    await s.app.services.maintenance.run();
+    expect((await s.request("GET", `/v1/cards/${c.id}`)).body.status).toBe("CLOSED");
+    const [row] = await s.query("SELECT hold_id, processor_card_id FROM cards WHERE id = ?", [c.id]);
+    expect(await s.processor.hold(row.hold_id)).toMatchObject({ status: "canceled" });
+    expect(await s.processor.card(row.processor_card_id)).toBe("canceled");
+    // A USED card is deactivated for new authorizations; its pending authorization still settles from the hold.
+    const [u] = await s.query("SELECT processor_card_id, status FROM cards WHERE id = ?", [used.id]);
+    expect(u.status).toBe("USED");
+    expect(await s.processor.card(u.processor_card_id)).toBe("canceled");
+    const txn = (await s.request("POST", `/v1/test_helpers/authorizations/${auth.id}/capture`)).body;
+    expect(txn).toMatchObject({ type: "capture", amount_cents: 200 });
+    expect((await s.request("GET", `/v1/cards/${used.id}`)).body.spent_cents).toBe(200);
+  });
+});

@@ -1,0 +1,401 @@
+import { IsNull, LessThan, MoreThan } from "typeorm";
+import { isUniqueViolation } from "../db/datasource.js";
+import {
+  AuthorizationEntity,
+  CardEntity,
+  TransactionEntity,
+  type Authorization,
+  type Card,
+  type Mode,
+  type Payment,
+  type Transaction,
+} from "../db/entities.js";
+import { fastRepository, runAtomically, type Statement } from "../db/fast.js";
+import type { AccountService } from "./accounts.js";
+import type { CardService } from "./cards.js";
+import { processorAccount } from "./issuance.js";
+import { callProcessor, toApiError } from "./processor-call.js";
+import type { Deps, Principal } from "./deps.js";
+import { notFound } from "./errors.js";
+import { newId } from "./ids.js";
+import { pageOf, type Page, type PageQuery } from "./paging.js";
+import type { NewPayment, PaymentQueue } from "./payments.js";
+
+export interface Merchant {
+  name?: string | null;
+  category?: string | null;
+  country?: string | null;
+}
+
+export interface AuthorizationRequest {
+  amountCents: number;
+  merchant?: Merchant;
+  /** The processor's id of the authorization: a repeat of it gets the first decision. */
+  processorAuthorizationId?: string;
+  /** The request (idempotency scope) asking, kept on the card it uses (retries answer alike). */
+  usedKey?: string;
+}
+
+export interface SettleRequest {
+  amountCents: number;
+  authorizationId?: string | null;
+  processorTransactionId?: string;
+  merchantName?: string | null;
+}
+
+export type DeclineReason = "card_not_open" | "card_expired" | "hold_not_in_force" | "amount_exceeds_remaining";
+
+/** Why a card may not take an authorization of `amount` now; null if it may. */
+function declineReason(card: Card, amount: number, now: number): DeclineReason | null {
+  if (card.status !== "OPEN") return "card_not_open";
+  if (card.expires_at <= now) return "card_expired";
+  if (card.hold_status !== "OPEN") return "hold_not_in_force";
+  if (amount > card.remaining_cents) return "amount_exceeds_remaining";
+  return null;
+}
+
+/** A transaction on a card, as recorded when the processor reports it. */
+const transactionRow = (card: Card, type: Transaction["type"], req: SettleRequest): Omit<Transaction, "seq"> => ({
+  id: newId("txn"),
+  account_id: card.account_id,
+  mode: card.mode,
+  card_id: card.id,
+  authorization_id: req.authorizationId ?? null,
+  processor_transaction_id: req.processorTransactionId ?? null,
+  type,
+  amount_cents: req.amountCents,
+  merchant_name: req.merchantName ?? null,
+  created_at: Date.now(),
+});
+
+/**
+ * The card money lifecycle (DESIGN 3.6), the same for every processor: authorizations decided in
+ * real time from the database only, settlement that moves money (capture of the hold for what
+ * settled, the rest released, anything beyond it charged off-session), refunds back to the
+ * customer, authorizations that never settle giving the card back, holds the processor canceled,
+ * and card expiry. Every state change is a conditional update or a unique insert, so repeated and
+ * out-of-order reports from the processor are harmless.
+ */
+export class CardLifecycle {
+  constructor(
+    private readonly deps: Deps,
+    private readonly accounts: AccountService,
+    private readonly cardService: CardService,
+    private readonly payments: PaymentQueue,
+  ) {}
+
+  private get cards() {
+    return fastRepository(this.deps.ds, CardEntity);
+  }
+  private get authorizations() {
+    return fastRepository(this.deps.ds, AuthorizationEntity);
+  }
+  private get transactions() {
+    return fastRepository(this.deps.ds, TransactionEntity);
+  }
+
+  // --- authorizations ---
+
+  /**
+   * Approves iff the card is OPEN, unexpired, its hold in force and the amount within
+   * remaining_cents. A zero amount (card verification) is approved without using the card; the
+   * first approved non-zero amount makes it USED (a conditional update, so one of many racing
+   * authorizations wins). Every decision is recorded.
+   */
+  async authorize(card: Card, req: AuthorizationRequest): Promise<Authorization> {
+    if (req.processorAuthorizationId) {
+      const seen = await this.authorizations.findOneBy({ processor_authorization_id: req.processorAuthorizationId });
+      if (seen) return seen;
+    }
+    const now = Date.now();
+    const row: Omit<Authorization, "seq"> = {
+      id: newId("auth"),
+      account_id: card.account_id,
+      mode: card.mode,
+      card_id: card.id,
+      processor_authorization_id: req.processorAuthorizationId ?? null,
+      amount_cents: req.amountCents,
+      approved: false,
+      decline_reason: declineReason(card, req.amountCents, now),
+      status: "closed",
+      merchant_name: req.merchant?.name ?? null,
+      merchant_category: req.merchant?.category ?? null,
+      merchant_country: req.merchant?.country ?? null,
+      consumed_card: false,
+      created_at: now,
+      updated_at: now,
+    };
+    try {
+      if (row.decline_reason === null && req.amountCents === 0) {
+        // A verification: approved, nothing held for it, nothing will settle.
+        return await this.record({ ...row, approved: true });
+      }
+      if (row.decline_reason === null) {
+        const approved = { ...row, approved: true, status: "pending" as const, consumed_card: true };
+        const use = this.cards.updateStatement(
+          {
+            id: card.id,
+            status: "OPEN",
+            hold_status: "OPEN",
+            expires_at: MoreThan(now),
+            remaining_cents: MoreThan(req.amountCents - 1),
+          },
+          { status: "USED", remaining_cents: 0, used_at: now, used_key: req.usedKey ?? null },
+          1,
+        );
+        const done = await runAtomically(this.deps.ds, [use, this.authorizations.insertStatement(approved)]);
+        if (done) return { ...approved, seq: 0 };
+        // Another authorization or a close won the card in between.
+        const now2 = Date.now();
+        const fresh = (await this.cards.findOneBy({ id: card.id }))!;
+        row.decline_reason = declineReason(fresh, req.amountCents, now2) ?? "card_not_open";
+      }
+      return await this.record(row);
+    } catch (err) {
+      if (!isUniqueViolation(err) || !req.processorAuthorizationId) throw err;
+      return (await this.authorizations.findOneBy({ processor_authorization_id: req.processorAuthorizationId }))!;
+    }
+  }
+
+  private async record(row: Omit<Authorization, "seq">): Promise<Authorization> {
+    const res = await this.authorizations.insert(row);
+    return { ...row, seq: res.identifiers[0]!.seq as number };
+  }
+
+  /**
+   * An increment of an approved authorization (a tip, a fuel pump's final amount): approved while
+   * the total stays within the card's hold and the hold is in force. A lower amount always stands.
+   */
+  async increment(auth: Authorization, newAmountCents: number): Promise<boolean> {
+    if (!auth.approved || auth.status !== "pending") return false;
+    const card = (await this.cards.findOneBy({ id: auth.card_id }))!;
+    if (newAmountCents > auth.amount_cents && (card.hold_status !== "OPEN" || newAmountCents > card.amount_cents)) return false;
+    const res = await this.authorizations.update({ id: auth.id, status: "pending" }, { amount_cents: newAmountCents, updated_at: Date.now() });
+    return (res.affected ?? 0) === 1;
+  }
+
+  /**
+   * An authorization that will never settle: reversed by the merchant, expired unsettled, or
+   * declined in the processor's final answer. If it made its card USED and nothing settled on it,
+   * the card is OPEN again with its full remaining_cents (the expiry sweep closes it if it expired).
+   */
+  async release(auth: Authorization, outcome: "reversed" | "expired" | "declined"): Promise<Authorization> {
+    const now = Date.now();
+    const settled = await this.transactions.findOneBy({ authorization_id: auth.id });
+    const next: Partial<Authorization> =
+      outcome === "declined"
+        ? { status: "closed", approved: false, decline_reason: auth.decline_reason ?? "processor_declined", updated_at: now }
+        : { status: outcome, updated_at: now };
+    const steps: Statement[] = [this.authorizations.updateStatement({ id: auth.id, status: auth.status }, next, 1)];
+    if (auth.consumed_card && !settled) {
+      const card = (await this.cards.findOneBy({ id: auth.card_id }))!;
+      steps.push(
+        this.cards.updateStatement(
+          { id: card.id, status: "USED", spent_cents: 0 },
+          { status: "OPEN", remaining_cents: card.amount_cents, used_at: null, used_key: null },
+        ),
+      );
+    }
+    await runAtomically(this.deps.ds, steps);
+    return (await this.authorizations.findOneBy({ id: auth.id }))!;
+  }
+
+  // --- settlement and refunds ---
+
+  /**
+   * A capture settled: the card's hold is captured for the settled amount (the rest released in
+   * the same step); what is beyond the hold, or any capture after the hold's, is charged to the
+   * payment method off-session as its own payment. The transaction, its payments and the card's
+   * spent_cents commit together; the payments are then carried out (and retried from the queue).
+   */
+  async settle(card: Card, req: SettleRequest): Promise<Transaction> {
+    const seen = await this.seenTransaction(req.processorTransactionId);
+    if (seen) return seen;
+    const txn = transactionRow(card, "capture", req);
+    const now = txn.created_at;
+    const common = (payments: NewPayment[]) => {
+      const intents = payments.map((p) => this.payments.intent(card, txn.id, p));
+      const steps: Statement[] = [
+        this.transactions.insertStatement(txn),
+        { sql: "UPDATE cards SET spent_cents = spent_cents + ? WHERE id = ?", params: [req.amountCents, card.id] },
+        ...intents.map((i) => i.statement),
+      ];
+      if (req.authorizationId)
+        steps.push(this.authorizations.updateStatement({ id: req.authorizationId, status: "pending" }, { status: "closed", updated_at: now }));
+      return { intents, steps };
+    };
+    // The hold captures once: whoever flips it OPEN → CAPTURED takes it; otherwise all is charged.
+    const fromHold = Math.min(req.amountCents, card.amount_cents);
+    const claimHold = this.cards.updateStatement({ id: card.id, hold_status: "OPEN" }, { hold_status: "CAPTURED" }, 1);
+    let plan: { intents: Payment[] } | null = null;
+    try {
+      if (card.hold_status === "OPEN") {
+        const withHold = common([
+          { kind: "hold_capture", amount_cents: fromHold, refund_of: null },
+          ...(req.amountCents > fromHold ? [{ kind: "charge" as const, amount_cents: req.amountCents - fromHold, refund_of: null }] : []),
+        ]);
+        if (await runAtomically(this.deps.ds, [claimHold, ...withHold.steps])) plan = withHold;
+      }
+      if (!plan) {
+        const beyond = common([{ kind: "charge", amount_cents: req.amountCents, refund_of: null }]);
+        await runAtomically(this.deps.ds, beyond.steps);
+        plan = beyond;
+      }
+    } catch (err) {
+      const again = isUniqueViolation(err) ? await this.seenTransaction(req.processorTransactionId) : null;
+      if (again) return again;
+      throw err;
+    }
+    await this.payments.run(plan.intents.map((p) => p.id));
+    await this.finishUse(card.id);
+    return { ...txn, seq: 0 };
+  }
+
+  /**
+   * A refund from the merchant: the customer gets it back through the payments that collected the
+   * card's money (the hold's capture first, then charges), never more than they collected.
+   */
+  async refund(card: Card, req: Omit<SettleRequest, "authorizationId">): Promise<Transaction> {
+    const seen = await this.seenTransaction(req.processorTransactionId);
+    if (seen) return seen;
+    const txn = transactionRow(card, "refund", req);
+    const all = await this.payments.ofCard(card.id);
+    const refunded = (p: Payment) => all.filter((r) => r.kind === "refund" && r.refund_of === p.id).reduce((n, r) => n + r.amount_cents, 0);
+    const refunds: NewPayment[] = [];
+    let left = req.amountCents;
+    for (const source of all.filter((p) => (p.kind === "hold_capture" || p.kind === "charge") && (p.status === "succeeded" || p.status === "pending"))) {
+      const take = Math.min(left, source.amount_cents - refunded(source));
+      if (take > 0) refunds.push({ kind: "refund", amount_cents: take, refund_of: source.id });
+      left -= Math.max(take, 0);
+      if (left === 0) break;
+    }
+    const intents = refunds.map((p) => this.payments.intent(card, txn.id, p));
+    try {
+      await runAtomically(this.deps.ds, [
+        this.transactions.insertStatement(txn),
+        { sql: "UPDATE cards SET spent_cents = spent_cents - ? WHERE id = ?", params: [req.amountCents, card.id] },
+        ...intents.map((i) => i.statement),
+      ]);
+    } catch (err) {
+      const again = isUniqueViolation(err) ? await this.seenTransaction(req.processorTransactionId) : null;
+      if (again) return again;
+      throw err;
+    }
+    await this.payments.run(intents.map((p) => p.id));
+    return { ...txn, seq: 0 };
+  }
+
+  private async seenTransaction(processorTransactionId: string | undefined): Promise<Transaction | null> {
+    return processorTransactionId ? this.transactions.findOneBy({ processor_transaction_id: processorTransactionId }) : null;
+  }
+
+  /** A USED card whose authorizations are all settled or gone is deactivated at the processor. */
+  private async finishUse(cardId: string): Promise<void> {
+    const card = (await this.cards.findOneBy({ id: cardId }))!;
+    if (card.status !== "USED" || card.revoked_at !== null) return;
+    if (await this.authorizations.findOneBy({ card_id: cardId, status: "pending" })) return;
+    await this.cardService.deactivate(card).catch(() => undefined); // the maintenance pass retries
+  }
+
+  // --- holds and expiry ---
+
+  /**
+   * The processor canceled the card's hold (it lapsed, or was canceled at the processor): nothing
+   * may be approved on the card any more, so it is CLOSED and deactivated at once. A pending
+   * authorization still settles, charged off-session since the hold is gone.
+   */
+  async holdCanceled(card: Card): Promise<Card> {
+    const now = Date.now();
+    await runAtomically(this.deps.ds, [
+      this.cards.updateStatement({ id: card.id, hold_status: "OPEN" }, { hold_status: "EXPIRED" }),
+      this.cards.updateStatement({ id: card.id, status: "OPEN" }, { status: "CLOSED", closed_at: now }),
+      this.cards.updateStatement({ id: card.id, status: "USED" }, { status: "CLOSED", closed_at: now }),
+    ]);
+    const closed = (await this.cards.findOneBy({ id: card.id }))!;
+    await this.cardService.finishClose(closed).catch(() => undefined); // the maintenance pass retries
+    return closed;
+  }
+
+  /** Test helper expire_hold: the processor lets the card's hold lapse, and reports it. */
+  async expireHold(card: Card): Promise<Card> {
+    if (card.hold_id && card.hold_status === "OPEN") {
+      const processor = this.deps.processors(card.mode);
+      const expire = processor.expireHold
+        ? () => processor.expireHold!(card.hold_id!)
+        : async () => processor.cancelHold(processorAccount(await this.accounts.get(card.account_id), card.mode), card.hold_id!, `${card.id}:expire_hold`);
+      await callProcessor("cancel", this.deps.config.processorTimeoutMs, expire).catch((err) => {
+        throw toApiError(err);
+      });
+    }
+    return this.holdCanceled(card);
+  }
+
+  /**
+   * Cards past expires_at: an OPEN card is closed (revoked, hold released); a USED one is
+   * deactivated for new authorizations, and its pending authorization still settles from the hold.
+   */
+  async expireDue(): Promise<number> {
+    const now = Date.now();
+    let n = 0;
+    for (const card of await this.cards.find({ where: { status: "OPEN", expires_at: LessThan(now + 1) }, take: 100 })) {
+      const res = await this.cards.update({ id: card.id, status: "OPEN" }, { status: "CLOSED", closed_at: now });
+      if ((res.affected ?? 0) === 1) n++;
+      await this.cardService.finishClose({ ...card, status: "CLOSED" }).catch(() => undefined);
+    }
+    for (const card of await this.cards.find({ where: { status: "USED", expires_at: LessThan(now + 1), revoked_at: IsNull() }, take: 100 })) {
+      await this.cardService.deactivate(card).catch(() => undefined);
+      n++;
+    }
+    return n;
+  }
+
+  // --- the test helpers' purchase ---
+
+  /**
+   * An authorization and its settlement in one call (POST /v1/test_helpers/cards/:id/purchase). A
+   * retry of the purchase that used the card (same key, its answer lost) is answered as the first,
+   * and settles its authorization if the first attempt died before that.
+   */
+  async purchase(p: Principal, cardId: string, amountCents: number, merchantName?: string, usedKey?: string) {
+    let card = await this.cardService.find(p, cardId);
+    let auth: Authorization | null = null;
+    if (card.status === "USED" && usedKey !== undefined && card.used_key === usedKey)
+      auth = await this.authorizations.findOneBy({ card_id: card.id, consumed_card: true, status: "pending" });
+    else {
+      auth = await this.authorize(card, { amountCents, merchant: { name: merchantName ?? null }, usedKey });
+      if (!auth.approved) return { approved: false, decline_reason: auth.decline_reason, amount_cents: amountCents, card };
+    }
+    if (auth && amountCents > 0 && auth.status === "pending") {
+      card = (await this.cards.findOneBy({ id: card.id }))!;
+      await this.settle(card, { amountCents, authorizationId: auth.id, merchantName });
+    }
+    return { approved: true, decline_reason: null, amount_cents: amountCents, card: (await this.cards.findOneBy({ id: card.id }))! };
+  }
+
+  // --- reads ---
+
+  async findAuthorization(p: Principal, id: string): Promise<Authorization> {
+    const auth = await this.authorizations.findOneBy({ id, account_id: p.accountId, mode: p.mode });
+    if (!auth) throw notFound("authorization");
+    return auth;
+  }
+
+  async findTransaction(p: Principal, id: string): Promise<Transaction> {
+    const txn = await this.transactions.findOneBy({ id, account_id: p.accountId, mode: p.mode });
+    if (!txn) throw notFound("transaction");
+    return txn;
+  }
+
+  /** The processor's authorization, in its mode; null when unknown. */
+  byProcessorAuthorization(mode: Mode, processorAuthorizationId: string): Promise<Authorization | null> {
+    return this.authorizations.findOneBy({ processor_authorization_id: processorAuthorizationId, mode });
+  }
+
+  listAuthorizations(p: Principal, cardId: string | undefined, page: PageQuery): Promise<Page<Authorization>> {
+    return pageOf(this.authorizations, { account_id: p.accountId, mode: p.mode }, cardId ? { card_id: cardId } : {}, page);
+  }
+
+  listTransactions(p: Principal, cardId: string | undefined, page: PageQuery): Promise<Page<Transaction>> {
+    return pageOf(this.transactions, { account_id: p.accountId, mode: p.mode }, cardId ? { card_id: cardId } : {}, page);
+  }
+}

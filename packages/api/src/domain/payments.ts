@@ -1,0 +1,175 @@
+import { In, LessThan } from "typeorm";
+import { CardEntity, PaymentEntity, type Card, type Payment } from "../db/entities.js";
+import { fastRepository, runSql, type Statement } from "../db/fast.js";
+import { HoldUnavailableError, PaymentDeclinedError } from "../processor/types.js";
+import type { AccountService } from "./accounts.js";
+import type { Deps } from "./deps.js";
+import { newId } from "./ids.js";
+import { processorAccount } from "./issuance.js";
+import { callProcessor } from "./processor-call.js";
+
+/** After this many failed attempts a payment needs an operator (status attention). */
+export const MAX_PAYMENT_ATTEMPTS = 8;
+const BACKOFF_BASE_MS = 2_000;
+const BACKOFF_MAX_MS = 60 * 60 * 1000;
+
+/** Exponential backoff with jitter: 2 s, 4 s, 8 s, … capped at an hour. */
+export const backoffMs = (attempts: number) => Math.min(BACKOFF_MAX_MS, BACKOFF_BASE_MS * 2 ** Math.max(0, attempts - 1)) * (0.75 + Math.random() * 0.5);
+
+/** A payment row to insert with the transaction that causes it (runAtomically). */
+export type NewPayment = Pick<Payment, "kind" | "amount_cents" | "refund_of">;
+
+/**
+ * The money that moves between the account's payment method and the card processor because a
+ * card's transactions settled: the capture of the card's hold, off-session charges beyond it,
+ * refunds. Each payment is a row written with its transaction (the intent), then carried out with
+ * the payment's own id as the processor's idempotency key, so its parameters never change under
+ * that key. Failures are retried from a queue ordered by next attempt, with exponential backoff;
+ * a declined charge is uncollected, and repeated failures need attention.
+ */
+export class PaymentQueue {
+  constructor(
+    private readonly deps: Deps,
+    private readonly accounts: AccountService,
+  ) {}
+
+  private get repo() {
+    return fastRepository(this.deps.ds, PaymentEntity);
+  }
+  private get cards() {
+    return fastRepository(this.deps.ds, CardEntity);
+  }
+
+  /** The insert statement of a payment caused by a transaction; carried out later by `run`. */
+  intent(card: Card, transactionId: string, p: NewPayment): Payment & { statement: Statement } {
+    const now = Date.now();
+    const row: Omit<Payment, "seq"> = {
+      id: newId("pay"),
+      account_id: card.account_id,
+      mode: card.mode,
+      card_id: card.id,
+      transaction_id: transactionId,
+      kind: p.kind,
+      amount_cents: p.amount_cents,
+      status: "pending",
+      refund_of: p.refund_of,
+      processor_payment_id: p.kind === "hold_capture" ? card.hold_id : null,
+      attempts: 0,
+      next_attempt_at: now,
+      last_error: null,
+      lease_until: null,
+      created_at: now,
+      updated_at: now,
+    };
+    return { ...row, seq: 0, statement: this.repo.insertStatement(row) };
+  }
+
+  /** The card's payments, oldest first. */
+  ofCard(cardId: string): Promise<Payment[]> {
+    return this.repo.find({ where: { card_id: cardId }, order: { seq: "ASC" } });
+  }
+
+  /** Carries out the given payments now, in order; what fails stays queued. */
+  async run(ids: string[]): Promise<void> {
+    for (const id of ids) await this.attempt(id);
+  }
+
+  /** The maintenance pass: every payment whose next attempt is due. */
+  async runDue(): Promise<number> {
+    const due = await this.repo.find({ where: { status: "pending", next_attempt_at: LessThan(Date.now() + 1) }, order: { next_attempt_at: "ASC" }, take: 50 });
+    let done = 0;
+    for (const p of due) if (await this.attempt(p.id)) done++;
+    return done;
+  }
+
+  /** Payments that need an operator (attention) or were not collected, newest first (at most 100). */
+  problems(filter: { status?: "uncollected" | "attention"; accountId?: string }): Promise<Payment[]> {
+    return this.repo.find({
+      where: { status: filter.status ?? In(["uncollected", "attention"]), ...(filter.accountId ? { account_id: filter.accountId } : {}) },
+      order: { seq: "DESC" },
+      take: 100,
+    });
+  }
+
+  /**
+   * One attempt at one payment, under a lease so one instance carries it out at a time; the lease
+   * is the one a card's creation has (CREATION_LEASE_MS): after it, a dead attempt is taken over.
+   */
+  private async attempt(id: string): Promise<boolean> {
+    const now = Date.now();
+    const claimed = await runSql(
+      this.deps.ds,
+      "UPDATE payments SET lease_until = ?, attempts = attempts + 1, updated_at = ? WHERE id = ? AND status = 'pending' AND next_attempt_at <= ? AND (lease_until IS NULL OR lease_until < ?)",
+      [now + this.deps.config.creationLeaseMs, now, id, now, now],
+    );
+    if ((claimed.affected ?? 0) !== 1) return false;
+    const payment = (await this.repo.findOneBy({ id }))!;
+    const card = (await this.cards.findOneBy({ id: payment.card_id }))!;
+    try {
+      const processorPaymentId = await this.carryOut(payment, card);
+      if (processorPaymentId === null) return this.later(payment, "waiting for the payment it refunds");
+      await this.repo.update(
+        { id, status: "pending" },
+        { status: "succeeded", processor_payment_id: processorPaymentId, lease_until: null, next_attempt_at: null, last_error: null, updated_at: Date.now() },
+      );
+      return true;
+    } catch (err) {
+      if (err instanceof HoldUnavailableError) {
+        // The hold lapsed before the capture: the amount is charged off-session instead.
+        await this.repo.update({ id, status: "pending" }, { kind: "charge", processor_payment_id: null, lease_until: null, next_attempt_at: Date.now(), updated_at: Date.now() });
+        return this.attempt(id);
+      }
+      if (err instanceof PaymentDeclinedError && payment.kind === "charge") {
+        await this.repo.update(
+          { id, status: "pending" },
+          { status: "uncollected", lease_until: null, next_attempt_at: null, last_error: err.message.slice(0, 500), updated_at: Date.now() },
+        );
+        return false;
+      }
+      return this.later(payment, err instanceof Error ? err.message : String(err));
+    }
+  }
+
+  /** The processor call of a payment; null when it must wait (a refund of a payment not yet made). */
+  private async carryOut(payment: Payment, card: Card): Promise<string | null> {
+    const processor = this.deps.processors(card.mode);
+    const pa = processorAccount(await this.accounts.get(card.account_id), card.mode);
+    const timeout = this.deps.config.processorTimeoutMs;
+    // One key per payment and kind: a capture that became a charge calls another endpoint with other parameters.
+    const key = `${payment.id}:${payment.kind}`;
+    switch (payment.kind) {
+      case "hold_capture":
+        await callProcessor("capture", timeout, () => processor.captureHold(pa, card.hold_id!, payment.amount_cents, key));
+        return card.hold_id!;
+      case "charge": {
+        const { paymentId } = await callProcessor("charge", timeout, () =>
+          processor.chargeOffSession(pa, payment.amount_cents, { cardId: card.id, paymentId: payment.id }, key),
+        );
+        return paymentId;
+      }
+      case "refund": {
+        const source = await this.repo.findOneBy({ id: payment.refund_of! });
+        if (source?.status !== "succeeded") return null;
+        await callProcessor("refund", timeout, () => processor.refund(pa, source.processor_payment_id!, payment.amount_cents, key));
+        return source.processor_payment_id!;
+      }
+    }
+  }
+
+  /** A failed attempt: the next one after a backoff, or attention after too many. */
+  private async later(payment: Payment, error: string): Promise<boolean> {
+    const attempts = payment.attempts;
+    const attention = attempts >= MAX_PAYMENT_ATTEMPTS;
+    await this.repo.update(
+      { id: payment.id, status: "pending" },
+      {
+        status: attention ? "attention" : "pending",
+        lease_until: null,
+        next_attempt_at: attention ? null : Date.now() + backoffMs(attempts),
+        last_error: error.slice(0, 500),
+        updated_at: Date.now(),
+      },
+    );
+    return false;
+  }
+}

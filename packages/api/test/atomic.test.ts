@@ -1,0 +1,77 @@
+import mysql from "mysql2/promise";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { DataSource } from "typeorm";
+import { createDataSource } from "../src/db/datasource.js";
+import { runAtomically, runSql } from "../src/db/fast.js";
+
+const ROOT = process.env.TEST_DATABASE_URL?.startsWith("mysql") ? process.env.TEST_DATABASE_URL.replace(/\/[^/]*$/, "/") : null;
+
+/** runAtomically: all statements or none, on the database the suite runs on. */
+describe(`atomic statement groups (${ROOT ? "mysql" : "sqlite"})`, () => {
+  const name = `cardctl_t_atomic_${Date.now().toString(36)}`;
+  let ds: DataSource;
+  const values = async () => (await runSql(ds, "SELECT id, v FROM t ORDER BY id", [])).records.map((r) => Number(r.v));
+
+  beforeAll(async () => {
+    if (ROOT) {
+      const admin = await mysql.createConnection(ROOT);
+      await admin.query(`CREATE DATABASE \`${name}\``);
+      await admin.end();
+    }
+    ds = createDataSource(ROOT ? ROOT + name : "sqlite::memory:");
+    await ds.initialize();
+    await ds.query("CREATE TABLE t (id INT PRIMARY KEY, v INT NOT NULL)");
+    await ds.query("INSERT INTO t VALUES (1, 0), (2, 0)");
+  });
+  afterAll(async () => {
+    await ds?.destroy();
+    if (ROOT) {
+      const admin = await mysql.createConnection(ROOT);
+      await admin.query(`DROP DATABASE IF EXISTS \`${name}\``);
+      await admin.end();
+    }
+  });
+
+  it("commits every statement when each changes the rows it expects", async () => {
+    const res = await runAtomically(ds, [
+      { sql: "UPDATE t SET v = 1 WHERE id = 1 AND v = 0", params: [], expect: 1 },
+      { sql: "INSERT INTO t VALUES (?, ?)", params: [3, 7] },
+    ]);
+    expect(res?.map((r) => r.affected)).toEqual([1, 1]);
+    expect(await values()).toEqual([1, 0, 7]);
+  });
+
+  it("rolls every statement back when a conditional one misses", async () => {
+    const res = await runAtomically(ds, [
+      { sql: "UPDATE t SET v = 5 WHERE id = 2", params: [] },
+      { sql: "UPDATE t SET v = 9 WHERE id = 1 AND v = 0", params: [], expect: 1 },
+    ]);
+    expect(res).toBeNull();
+    expect(await values()).toEqual([1, 0, 7]);
+  });
+
+  it("rolls every statement back when one fails, and passes the error on", async () => {
+    await expect(
+      runAtomically(ds, [
+        { sql: "UPDATE t SET v = 5 WHERE id = 2", params: [] },
+        { sql: "INSERT INTO t VALUES (?, ?)", params: [1, 1] },
+      ]),
+    ).rejects.toThrow();
+    expect(await values()).toEqual([1, 0, 7]);
+  });
+
+  it("keeps other statements out of an open group (many groups and single statements at once)", async () => {
+    await Promise.all(
+      Array.from({ length: 40 }, (_, i) =>
+        i % 2
+          ? runAtomically(ds, [
+              { sql: "UPDATE t SET v = v + 1 WHERE id = 1", params: [] },
+              { sql: "UPDATE t SET v = v - 1 WHERE id = 2", params: [] },
+            ])
+          : runSql(ds, "UPDATE t SET v = v + 0 WHERE id = 3", []),
+      ),
+    );
+    const [a, b] = await values();
+    expect(a! + b!).toBe(1);
+  });
+});
