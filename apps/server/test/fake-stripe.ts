@@ -19,20 +19,33 @@ export interface RecordedRequest {
   stripeVersion: string | undefined;
   /** True when the answer came from the idempotency cache. */
   replayed: boolean;
+  /** The fake's route name (as for `fail`), when one matched. */
+  route?: string;
+  /** The status answered; unset while (or if never) answered. */
+  status?: number;
 }
 
 /**
- * error: answer with this status and Stripe error (nothing done, nothing cached).
+ * error: answer with this status and Stripe error, nothing done; like Stripe, an answer of a request
+ * that started executing (5xx, 402) is stored under its idempotency key and replayed to every retry
+ * with that key, while one refused before (429 and other 4xx) is not. error_after: do the work,
+ * then answer (and store) the error: Stripe's 5xx with an unknown outcome.
  * hang: never answer (nothing done). hang_after: do the work and cache it, then never answer
  * (the answer is "lost": a retry with the same key gets the stored result).
  */
+type StripeErrorBody = Partial<Stripe.StripeRawError> & { type: string };
 export type Fault =
-  | { kind: "error"; status: number; error: Partial<Stripe.StripeRawError> & { type: string } }
+  | { kind: "error" | "error_after"; status: number; error: StripeErrorBody }
   | { kind: "hang" }
   | { kind: "hang_after" };
 
+const apiError: StripeErrorBody = { type: "api_error", message: "Something went wrong on Stripe's end." };
+
 export const faults = {
-  serverError: (): Fault => ({ kind: "error", status: 500, error: { type: "api_error", message: "Something went wrong on Stripe's end." } }),
+  serverError: (): Fault => ({ kind: "error", status: 500, error: apiError }),
+  /** The work is done, and the answer is a 500 all the same. */
+  serverErrorAfter: (): Fault => ({ kind: "error_after", status: 500, error: apiError }),
+  rateLimited: (): Fault => ({ kind: "error", status: 429, error: { type: "invalid_request_error", code: "rate_limit", message: "Too many requests." } }),
   decline: (decline_code = "generic_decline"): Fault => ({
     kind: "error",
     status: 402,
@@ -104,6 +117,13 @@ export class FakeStripe {
       invalid(`This PaymentIntent could not be ${action} because it has a status of ${pi.status}.`, "payment_intent_unexpected_state");
     const ok = (body: unknown) => ({ status: 200, body });
 
+    /** A Stripe list: newest first, filtered by the given parameters, up to `limit` (at most 100). */
+    const list = <T extends { id: string }>(url: string, items: Iterable<T>, r: RecordedRequest, match: (item: T, p: Record<string, string>) => boolean) => {
+      const limit = Math.min(100, Number(r.params.limit ?? 10));
+      const data = [...items].filter((item) => match(item, r.params)).reverse().slice(0, limit);
+      return ok({ object: "list", data, has_more: false, url });
+    };
+
     this.routes = [
       {
         method: "POST",
@@ -170,12 +190,43 @@ export class FakeStripe {
         method: "GET",
         pattern: /^\/v1\/payment_intents$/,
         name: "payment_intents.list",
-        handle: (_m, r) => {
-          // Newest first, one customer's, up to `limit` (Stripe's list is strongly consistent).
-          const limit = Math.min(100, Number(r.params.limit ?? 10));
-          const data = [...this.paymentIntents.values()].filter((pi) => !r.params.customer || pi.customer === r.params.customer).reverse().slice(0, limit);
-          return ok({ object: "list", data, has_more: false, url: "/v1/payment_intents" });
+        // Stripe's lists are strongly consistent (search is not).
+        handle: (_m, r) => list("/v1/payment_intents", this.paymentIntents.values(), r, (pi, p) => !p.customer || pi.customer === p.customer),
+      },
+      {
+        method: "GET",
+        pattern: /^\/v1\/customers$/,
+        name: "customers.list",
+        handle: (_m, r) => list("/v1/customers", this.customers.values(), r, () => true),
+      },
+      {
+        method: "GET",
+        pattern: /^\/v1\/payment_methods\/([^/]+)$/,
+        name: "payment_methods.retrieve",
+        handle: (m) => {
+          const pm = this.paymentMethods.get(m[1]!);
+          if (!pm) return missing("payment_method", m[1]!);
+          const { source: _s, ...body } = pm;
+          return ok(body);
         },
+      },
+      {
+        method: "GET",
+        pattern: /^\/v1\/refunds$/,
+        name: "refunds.list",
+        handle: (_m, r) => list("/v1/refunds", this.refunds.values(), r, (re, p) => !p.payment_intent || re.payment_intent === p.payment_intent),
+      },
+      {
+        method: "GET",
+        pattern: /^\/v1\/issuing\/cardholders$/,
+        name: "issuing.cardholders.list",
+        handle: (_m, r) => list("/v1/issuing/cardholders", this.cardholders.values(), r, () => true),
+      },
+      {
+        method: "GET",
+        pattern: /^\/v1\/issuing\/cards$/,
+        name: "issuing.cards.list",
+        handle: (_m, r) => list("/v1/issuing/cards", this.cards.values(), r, (c, p) => !p.cardholder || c.cardholder.id === p.cardholder),
       },
       {
         method: "GET",
@@ -476,12 +527,14 @@ export class FakeStripe {
     };
     this.requests.push(recorded);
     const send = (status: number, payload: unknown) => {
+      recorded.status = status;
       res.writeHead(status, { "content-type": "application/json", "request-id": rid("req") });
       res.end(JSON.stringify(payload));
     };
     if (header("authorization") !== `Bearer ${this.secretKey}`)
       return send(401, { error: { type: "invalid_request_error", message: "Invalid API Key provided." } });
     const route = this.routes.find((r) => r.method === recorded.method && r.pattern.test(recorded.path));
+    recorded.route = route?.name;
     if (!route) return send(404, { error: { type: "invalid_request_error", message: `Unrecognized request URL (${recorded.method}: ${recorded.path}).` } });
 
     const cacheKey = recorded.idempotencyKey && recorded.method === "POST" ? recorded.idempotencyKey : undefined;
@@ -504,11 +557,17 @@ export class FakeStripe {
     const queued = this.faultQueue.find((f) => f.name === route.name && f.times > 0);
     if (queued) queued.times--;
     const fault = queued?.fault;
-    // An injected error is not stored under the key. (Stripe stores a 5xx of a request that
-    // started executing: the adapter does not handle that yet for every step; see the issue note.)
-    if (fault?.kind === "error") return send(fault.status, { error: fault.error });
+    const executed = (status: number) => status >= 500 || status === 402;
+    if (fault?.kind === "error") {
+      if (executed(fault.status)) remember(fault.status, { error: fault.error });
+      return send(fault.status, { error: fault.error });
+    }
     if (fault?.kind === "hang") return; // never answered; the client times out
     const result = route.handle(route.pattern.exec(recorded.path)!, recorded);
+    if (fault?.kind === "error_after") {
+      remember(fault.status, { error: fault.error });
+      return send(fault.status, { error: fault.error });
+    }
     // Stripe stores the result of any request that started executing, errors included.
     remember(result.status, result.body);
     if (fault?.kind === "hang_after") return; // done, but the answer is lost

@@ -217,9 +217,10 @@ describe(`stripe processor (${dbKind})`, () => {
   });
 
   describe("failures at each step leave no orphan hold and no card without a hold", () => {
-    it("hold 500: 502 with Stripe's request id; after recovery nothing is held", async () => {
+    // A 5xx is answered by reading and one more try under a new key: two in a row fail the call.
+    it("hold 500 twice: 502 with Stripe's request id; after recovery nothing is held", async () => {
       const { account, key } = await setup();
-      fake.fail("payment_intents.create", faults.serverError());
+      fake.fail("payment_intents.create", faults.serverError(), 2);
       const err = expectError(await s.request("POST", "/v1/cards", { key, body: { amount_cents: 900 } }), 502, "processor_error");
       expect(err.details).toMatchObject({ step: "hold", stripe_error_type: "api_error", stripe_status: 500 });
       expect(err.details.stripe_request_id).toMatch(/^req_/);
@@ -298,18 +299,18 @@ describe(`stripe processor (${dbKind})`, () => {
       await expectNothingLeft(account.id);
     });
 
-    it("cardholder creation 500: 502 at mint and the hold is canceled", async () => {
+    it("cardholder creation 500 twice: 502 at mint and the hold is canceled", async () => {
       const { account, key } = await setup();
-      fake.fail("issuing.cardholders.create", faults.serverError());
+      fake.fail("issuing.cardholders.create", faults.serverError(), 2);
       const err = expectError(await s.request("POST", "/v1/cards", { key, body: { amount_cents: 900 } }), 502, "processor_error");
       expect(err.details).toMatchObject({ step: "mint" });
       await expectNothingLeft(account.id);
       expect((await atStripe(account.id)).intents.map((pi) => pi.status)).toEqual(["canceled"]);
     });
 
-    it("mint 500: 502 and the hold is canceled", async () => {
+    it("mint 500 twice: 502 and the hold is canceled", async () => {
       const { account, key } = await setup();
-      fake.fail("issuing.cards.create", faults.serverError());
+      fake.fail("issuing.cards.create", faults.serverError(), 2);
       const err = expectError(await s.request("POST", "/v1/cards", { key, body: { amount_cents: 900 } }), 502, "processor_error");
       expect(err.details).toMatchObject({ step: "mint" });
       expect(err.details.stripe_request_id).toMatch(/^req_/);
@@ -330,7 +331,7 @@ describe(`stripe processor (${dbKind})`, () => {
 
     it("a retry after a 502 makes a new card under new keys and leaves exactly one hold", async () => {
       const { account, key } = await setup();
-      fake.fail("issuing.cards.create", faults.serverError());
+      fake.fail("issuing.cards.create", faults.serverError(), 2);
       const headers = { "idempotency-key": "retry-after-502" };
       expectError(await s.request("POST", "/v1/cards", { key, body: { amount_cents: 900 }, headers }), 502, "processor_error");
       const ok = await s.request("POST", "/v1/cards", { key, body: { amount_cents: 900 }, headers });
@@ -340,20 +341,20 @@ describe(`stripe processor (${dbKind})`, () => {
       expect((await s.request("GET", "/v1/balance", { key })).body.held_cents).toBe(900);
     });
 
-    it("revoke 500 on close: 502, and a retried close finishes it", async () => {
+    it("revoke 500 twice on close: 502, and a retried close finishes it (the key's stored 500 read past)", async () => {
       const { account, key } = await setup();
       const card = (await s.request("POST", "/v1/cards", { key, body: { amount_cents: 900 } })).body;
-      fake.fail("issuing.cards.update", faults.serverError());
+      fake.fail("issuing.cards.update", faults.serverError(), 2);
       const err = expectError(await s.request("POST", `/v1/cards/${card.id}/close`, { key }), 502, "processor_error");
       expect(err.details).toMatchObject({ step: "revoke" });
       expect((await s.request("POST", `/v1/cards/${card.id}/close`, { key })).status).toBe(200);
       await expectNothingLeft(account.id);
     });
 
-    it("cancel 500 on close: 502, and the recovery pass releases the hold", async () => {
+    it("cancel 500 twice on close: 502, and the recovery pass releases the hold", async () => {
       const { account, key } = await setup();
       const card = (await s.request("POST", "/v1/cards", { key, body: { amount_cents: 900 } })).body;
-      fake.fail("payment_intents.cancel", faults.serverError());
+      fake.fail("payment_intents.cancel", faults.serverError(), 2);
       expectError(await s.request("POST", `/v1/cards/${card.id}/close`, { key }), 502, "processor_error");
       await s.app.services.maintenance.run();
       await expectNothingLeft(account.id);
@@ -368,6 +369,72 @@ describe(`stripe processor (${dbKind})`, () => {
       expect(err.details).toMatchObject({ step: "ephemeral_key" });
       expect((await s.request("GET", `/v1/cards/${card.id}`, { key })).body.status).toBe("OPEN");
     });
+  });
+
+  describe("a Stripe 5xx is stored under its key: the outcome is read, and only then sent again under a new key", () => {
+    /** A card that has been through every money step: hold, mint, capture, an overage charge, a refund, close. */
+    async function throughEveryStep() {
+      const { account, key } = await setup();
+      const card = (await s.request("POST", "/v1/cards", { key, body: { amount_cents: 900 } })).body;
+      expect(card.status).toBe("OPEN");
+      const auth = (await s.request("POST", `/v1/test_helpers/cards/${card.id}/authorizations`, { key, body: { amount_cents: 900 } })).body;
+      expect(auth.approved).toBe(true);
+      const capture = await s.request("POST", `/v1/test_helpers/authorizations/${auth.id}/capture`, { key, body: { amount_cents: 1000 } });
+      expect(capture.status).toBe(201);
+      expect((await s.request("POST", `/v1/test_helpers/transactions/${capture.body.id}/refund`, { key, body: { amount_cents: 300 } })).status).toBe(201);
+      const other = (await s.request("POST", "/v1/cards", { key, body: { amount_cents: 400 } })).body;
+      expect((await s.request("POST", `/v1/cards/${other.id}/close`, { key })).status).toBe(200);
+      const payments = await s.query("SELECT kind, status FROM payments WHERE card_id = ? ORDER BY seq", [card.id]);
+      expect(payments).toEqual([
+        { kind: "hold_capture", status: "succeeded" },
+        { kind: "charge", status: "succeeded" },
+        { kind: "refund", status: "succeeded" },
+      ]);
+      const { intents, cards } = await atStripe(account.id);
+      const hold = intents.find((pi) => pi.metadata?.card_id === card.id && pi.metadata?.purpose === "hold")!;
+      const charge = intents.find((pi) => pi.metadata?.purpose === "charge")!;
+      // Collected = settled − refunded: 900 captured + 100 charged − 300 refunded.
+      expect(hold.amount_received + charge.amount_received - fake.refunded(hold.id) - fake.refunded(charge.id)).toBe(700);
+      expect(intents.filter((pi) => pi.metadata?.purpose === "hold")).toHaveLength(2);
+      expect([...fake.refunds.values()].filter((r) => r.payment_intent === hold.id || r.payment_intent === charge.id)).toHaveLength(1);
+      expect(intents.filter((pi) => pi.metadata?.purpose === "charge")).toHaveLength(1);
+      expect(cards).toHaveLength(2);
+      expect(cards.find((c) => c.metadata?.card_id === other.id)!.status).toBe("canceled");
+      expect(intents.find((pi) => pi.metadata?.card_id === other.id)!.status).toBe("canceled");
+      return { account };
+    }
+
+    const steps = [
+      "customers.create",
+      "issuing.cardholders.create",
+      "payment_intents.create",
+      "issuing.cards.create",
+      "payment_intents.capture",
+      "refunds.create",
+      "payment_intents.cancel",
+      "issuing.cards.update",
+    ];
+    for (const step of steps) {
+      it(`${step}: a 500 after Stripe did the work is found by reading, never done twice`, async () => {
+        fake.fail(step, faults.serverErrorAfter());
+        const n = fake.requests.length;
+        const { account } = await throughEveryStep();
+        expect(since(n).find((c) => c.route === step)?.status).toBe(500);
+        expect([...fake.customers.values()].filter((c) => c.metadata?.account_id === account.id)).toHaveLength(1);
+        expect([...fake.cardholders.values()].filter((c) => c.metadata?.account_id === account.id)).toHaveLength(1);
+      });
+
+      it(`${step}: a 500 with nothing done is sent once more, same parameters, under a new attempt key`, async () => {
+        fake.fail(step, faults.serverError());
+        const n = fake.requests.length;
+        await throughEveryStep();
+        const [first, second] = since(n).filter((c) => c.route === step);
+        expect(first!.status).toBe(500);
+        expect(second!.status).toBe(200);
+        expect(second!.idempotencyKey!.startsWith(`${first!.idempotencyKey}:`), `${first!.idempotencyKey} then ${second!.idempotencyKey}`).toBe(true);
+        expect(second!.params).toEqual(first!.params);
+      });
+    }
   });
 
   it("test helper purchase: captures the PaymentIntent for the amount and cancels the card at Stripe", async () => {
@@ -441,7 +508,12 @@ describe(`stripe processor (${dbKind})`, () => {
           `POST /v1/issuing/cards/${cards[0]!.id} ${card.id}:revoke`,
         ]);
         expect(since(n)[0]!.params).toEqual({ amount_to_capture: "50" });
-        expect(since(n)[1]!.params).toEqual({ payment_intent: pi.id, amount: String(50 - purchase), "metadata[reason]": "below_stripe_minimum_charge" });
+        expect(since(n)[1]!.params).toEqual({
+          payment_intent: pi.id,
+          amount: String(50 - purchase),
+          "metadata[request]": `${pay.id}:hold_capture:refund`,
+          "metadata[reason]": "below_stripe_minimum_charge",
+        });
         expect(pi).toMatchObject({ status: "succeeded", amount: Math.max(cardCents, 50), amount_received: 50 });
         expect(50 - fake.refunded(pi.id)).toBe(purchase);
       });
@@ -449,7 +521,7 @@ describe(`stripe processor (${dbKind})`, () => {
     it("a refund of the minimum's difference that fails is retried with the capture, once, from the queue", async () => {
       const { account, key } = await setup();
       const card = (await s.request("POST", "/v1/cards", { key, body: { amount_cents: 500 } })).body;
-      fake.fail("refunds.create", faults.serverError());
+      fake.fail("refunds.create", faults.serverError(), 2);
       const buy = await s.request("POST", `/v1/test_helpers/cards/${card.id}/purchase`, { key, body: { amount_cents: 10 } });
       fake.clearFaults();
       // The purchase stands; the payment is retried.

@@ -1,7 +1,7 @@
 import { PassThrough } from "node:stream";
 import Stripe from "stripe";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { authorizationFor, captureTransactionFor, signedEvent, startFakeStripe, type FakeIssuingCard, type FakeStripe } from "./fake-stripe.js";
+import { authorizationFor, captureTransactionFor, faults, signedEvent, startFakeStripe, type FakeIssuingCard, type FakeStripe } from "./fake-stripe.js";
 import { dbKind, expectError, startServer, type TestServer } from "./harness.js";
 
 const SECRET = "whsec_test_0123456789";
@@ -220,7 +220,7 @@ describe(`stripe webhooks (${dbKind})`, () => {
       const { key, card, issued, pi } = await openCard(2000);
       const auth = authorizationFor(issued, 700, { pending: true });
       await deliver("issuing_authorization.request", auth);
-      fake.fail("payment_intents.capture", { kind: "error", status: 500, error: { type: "api_error", message: "boom" } });
+      fake.fail("payment_intents.capture", faults.serverError(), 2);
       expect((await deliver("issuing_transaction.created", { ...captureTransactionFor(issued, 700), authorization: auth.id })).status).toBe(200);
       fake.clearFaults();
       expect(pi.status).toBe("requires_capture");

@@ -179,9 +179,12 @@ export class CardIssuer {
     await this.deps.afterHold?.(card.id);
     let minted;
     try {
-      minted = await callProcessor("mint", timeout, () =>
-        processor.mintCard(pa, { cardId: card.id, amountCents: card.amount_cents, agentId: card.agent_id }, `${card.id}:mint`),
-      );
+      // Taken over: the first attempt may have minted (found by reading), or its key may replay a
+      // failure or carry another cardholder; a new mint goes under a key of this attempt's own.
+      const found = resumed ? await callProcessor("mint", timeout, () => processor.findCard(pa, { cardId: card.id })) : null;
+      const key = resumed ? `${card.id}:mint:${randomToken(8)}` : `${card.id}:mint`;
+      minted =
+        found ?? (await callProcessor("mint", timeout, () => processor.mintCard(pa, { cardId: card.id, amountCents: card.amount_cents, agentId: card.agent_id }, key)));
     } catch (err) {
       await this.fail(card, pa, processor, "OPEN");
       await this.revokeLostMint(card, pa, processor).catch(() => undefined);
@@ -249,13 +252,12 @@ export class CardIssuer {
 
   /**
    * A mint that failed or timed out may still have made a card at the processor (its answer lost).
-   * The same idempotency key finds it again, and it is revoked: no card ever lives without a hold.
+   * It is looked up, never created again to find it, and revoked: no card ever lives without a hold.
    */
   private async revokeLostMint(card: Card, pa: ProcessorAccount, processor: Processor): Promise<void> {
     const timeout = this.deps.config.processorTimeoutMs;
-    const minted = await callProcessor("mint", timeout, () =>
-      processor.mintCard(pa, { cardId: card.id, amountCents: card.amount_cents, agentId: card.agent_id }, `${card.id}:mint`),
-    );
+    const minted = await callProcessor("mint", timeout, () => processor.findCard(pa, { cardId: card.id }));
+    if (!minted) return;
     await callProcessor("revoke", timeout, () => processor.revokeCard(pa, minted.processorCardId, `${card.id}:revoke`));
     await this.cards.update({ id: card.id, status: "FAILED" }, { processor_card_id: minted.processorCardId, revoked_at: Date.now() });
   }

@@ -144,12 +144,12 @@ export class SimulatedProcessor implements Processor {
       card_ref: card.cardId,
       created_at: Date.now(),
     };
-    const minted = await this.insertOnce("sim_cards", row);
-    return {
-      processorCardId: minted.id as string,
-      lastFour: String(minted.number).slice(-4),
-      expiration: formatExpiration(Number(minted.exp_month), Number(minted.exp_year)),
-    };
+    return mintedCard(await this.insertOnce("sim_cards", row));
+  }
+
+  async findCard(_account: ProcessorAccount, refs: { cardId: string }) {
+    const [row] = await queryRows(this.ds, `SELECT id, number, exp_month, exp_year FROM sim_cards WHERE card_ref = ? ORDER BY created_at DESC LIMIT 1`, [refs.cardId]);
+    return row ? mintedCard(row) : null;
   }
 
   async revokeCard(_account: ProcessorAccount, processorCardId: string) {
@@ -191,3 +191,9 @@ export class SimulatedProcessor implements Processor {
   }
 }
 
+/** What the service keeps of a sim_cards row: id, last four, expiry. */
+const mintedCard = (row: Record<string, unknown>): MintedCard => ({
+  processorCardId: row.id as string,
+  lastFour: String(row.number).slice(-4),
+  expiration: formatExpiration(Number(row.exp_month), Number(row.exp_year)),
+});

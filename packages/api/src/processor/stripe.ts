@@ -116,7 +116,7 @@ function cardholderProblem(ch: Stripe.Issuing.Cardholder): string | null {
 
 /** Maps any failure of a Stripe call to the processor errors the domain understands. */
 export function toProcessorError(step: string, err: unknown): Error {
-  if (err instanceof PaymentDeclinedError || err instanceof ProcessorError) return err;
+  if (err instanceof PaymentDeclinedError || err instanceof ProcessorError || err instanceof HoldUnavailableError) return err;
   if (err instanceof Stripe.errors.StripeCardError) return new PaymentDeclinedError(err.decline_code || err.code || "card_declined");
   if (err instanceof Stripe.errors.StripeError) {
     const message =
@@ -153,6 +153,31 @@ async function retrying<T>(fn: () => Promise<T>): Promise<T> {
     }
   }
 }
+
+/** A 5xx: the outcome is unknown, and Stripe stores the answer under the idempotency key for every retry. */
+const isStoredServerError = (err: unknown) => err instanceof Stripe.errors.StripeError && (err.statusCode ?? 0) >= 500;
+
+/**
+ * A mutating call under `key` (DESIGN 3.6). After a 5xx the same key would answer that 5xx
+ * forever, and the work may or may not have been done: the object is read first (`read`: by its
+ * id or our metadata, never by sending the call again), and only when the work is not found done is
+ * the call sent again, with the same parameters, under a new attempt key of its own.
+ */
+async function keyed<T>(key: string, send: (key: string) => Promise<T>, read: () => Promise<T | null | undefined>): Promise<T> {
+  try {
+    return await send(key);
+  } catch (err) {
+    if (!isStoredServerError(err)) throw err;
+    return (await read()) ?? (await send(`${key}:${randomToken(8)}`));
+  }
+}
+
+/** Whether `metadata` holds every entry of `wanted`. */
+const sameMetadata = (metadata: Stripe.Metadata | null | undefined, wanted: Record<string, string>) =>
+  Object.entries(wanted).every(([k, v]) => metadata?.[k] === v);
+
+/** What the domain keeps of an Issuing card. */
+const minted = (ic: Stripe.Issuing.Card): MintedCard => ({ processorCardId: ic.id, lastFour: ic.last4, expiration: formatExpiration(ic.exp_month, ic.exp_year) });
 
 /** Stripe refused the call because the object is already past the state the call needs. */
 const isUnexpectedState = (err: unknown) =>
@@ -233,10 +258,12 @@ export class StripeProcessor implements Processor {
     const row = await this.row(account);
     let customerId = row?.customer_id ?? null;
     if (!customerId) {
+      const metadata = { account_id: account.accountId, mode: account.mode };
       const customer = await this.call(step, () =>
-        this.client.customers.create(
-          { description: `cardctl account ${account.accountId}`, metadata: { account_id: account.accountId, mode: account.mode } },
-          { idempotencyKey: `${account.accountId}:${account.mode}:customer` },
+        keyed(
+          `${account.accountId}:${account.mode}:customer`,
+          (idempotencyKey) => this.client.customers.create({ description: `cardctl account ${account.accountId}`, metadata }, { idempotencyKey }),
+          async () => (await this.client.customers.list({ limit: 100 })).data.find((c) => sameMetadata(c.metadata, metadata)),
         ),
       );
       customerId = customer.id;
@@ -245,10 +272,14 @@ export class StripeProcessor implements Processor {
     if (row?.attached_source === account.paymentMethod && row.payment_method_id)
       return { customerId, paymentMethodId: row.payment_method_id };
     const pm = await this.call(step, () =>
-      this.client.paymentMethods.attach(
-        account.paymentMethod,
-        { customer: customerId! },
-        { idempotencyKey: `${account.accountId}:${account.mode}:attach:${account.paymentMethod}` },
+      keyed(
+        `${account.accountId}:${account.mode}:attach:${account.paymentMethod}`,
+        (idempotencyKey) => this.client.paymentMethods.attach(account.paymentMethod, { customer: customerId! }, { idempotencyKey }),
+        // A saved pm_… is itself the attached method; a test token (pm_card_visa) makes a new one each time.
+        async () => {
+          const found = await this.client.paymentMethods.retrieve(account.paymentMethod);
+          return found.customer === customerId ? found : null;
+        },
       ),
     );
     await this.save(account, { attached_source: account.paymentMethod, payment_method_id: pm.id });
@@ -302,12 +333,24 @@ export class StripeProcessor implements Processor {
       cardholder =
         current && updatable(current, details)
           ? await this.call("mint", () =>
-              this.client.issuing.cardholders.update(current.id, { ...cardholderFields(details), metadata }, { idempotencyKey: `${key}:update` }),
+              keyed(
+                `${key}:update`,
+                (idempotencyKey) => this.client.issuing.cardholders.update(current.id, { ...cardholderFields(details), metadata }, { idempotencyKey }),
+                async () => {
+                  const ch = await this.client.issuing.cardholders.retrieve(current.id);
+                  return ch.metadata?.details_version === version ? ch : null;
+                },
+              ),
             )
           : await this.call("mint", () =>
-              this.client.issuing.cardholders.create(
-                { type: details.type, name: details.name, status: "active", ...cardholderFields(details), metadata },
-                { idempotencyKey: key },
+              keyed(
+                key,
+                (idempotencyKey) =>
+                  this.client.issuing.cardholders.create(
+                    { type: details.type, name: details.name, status: "active", ...cardholderFields(details), metadata },
+                    { idempotencyKey },
+                  ),
+                async () => (await this.client.issuing.cardholders.list({ limit: 100 })).data.find((ch) => sameMetadata(ch.metadata, metadata)),
               ),
             );
       await this.save(account, { cardholder_id: cardholder.id, cardholder_hash: version });
@@ -326,21 +369,29 @@ export class StripeProcessor implements Processor {
   async placeHold(account: ProcessorAccount, amountCents: number, refs: { cardId: string }, idempotencyKey: string) {
     const { customerId, paymentMethodId } = await this.ensureCustomer(account, "hold");
     const pi = await this.call("hold", () =>
-      this.client.paymentIntents.create(
-        {
-          amount: Math.max(amountCents, STRIPE_MINIMUM_CHARGE_CENTS),
-          currency: "usd",
-          customer: customerId,
-          payment_method: paymentMethodId,
-          // Only cards (this API version names it allowed_payment_method_types, formerly
-          // payment_method_types): no redirect-based method can be chosen, so no return_url is needed.
-          allowed_payment_method_types: ["card"],
-          capture_method: "manual",
-          confirm: true,
-          off_session: true,
-          metadata: { card_id: refs.cardId, account_id: account.accountId, purpose: "hold" },
+      keyed(
+        idempotencyKey,
+        (key) =>
+          this.client.paymentIntents.create(
+            {
+              amount: Math.max(amountCents, STRIPE_MINIMUM_CHARGE_CENTS),
+              currency: "usd",
+              customer: customerId,
+              payment_method: paymentMethodId,
+              // Only cards (this API version names it allowed_payment_method_types, formerly
+              // payment_method_types): no redirect-based method can be chosen, so no return_url is needed.
+              allowed_payment_method_types: ["card"],
+              capture_method: "manual",
+              confirm: true,
+              off_session: true,
+              metadata: { card_id: refs.cardId, account_id: account.accountId, purpose: "hold" },
+            },
+            { idempotencyKey: key },
+          ),
+        async () => {
+          const found = await this.paymentIntentOf(customerId, (m) => m.card_id === refs.cardId && m.purpose === "hold");
+          return found?.status === "canceled" ? null : found;
         },
-        { idempotencyKey },
       ),
     );
     if (pi.status === "requires_capture") return { holdId: pi.id };
@@ -354,16 +405,21 @@ export class StripeProcessor implements Processor {
   }
 
   /**
-   * The card's hold, found by its metadata among the customer's PaymentIntents, newest first (a
-   * list, unlike search, is consistent at once). A hold older than the latest 100 of the customer
-   * is not found: holds are minutes old when this runs (recovery after a lease).
+   * The customer's newest PaymentIntent whose metadata matches (a list, unlike search, is
+   * consistent at once). One older than the customer's latest 100 is not found: this runs minutes
+   * after the call that made it (recovery after a lease, or a retry after a 5xx).
    */
+  private async paymentIntentOf(customerId: string, match: (metadata: Stripe.Metadata) => boolean): Promise<Stripe.PaymentIntent | null> {
+    const page = await this.client.paymentIntents.list({ customer: customerId, limit: 100 });
+    return page.data.find((p) => match(p.metadata ?? {})) ?? null;
+  }
+
+  /** The card's hold, found by its metadata among the customer's PaymentIntents. */
   async findHold(account: ProcessorAccount, refs: { cardId: string }) {
     this.check(account);
     const customerId = (await this.row(account))?.customer_id;
     if (!customerId) return null;
-    const page = await this.call("hold", () => this.client.paymentIntents.list({ customer: customerId, limit: 100 }));
-    const pi = page.data.find((p) => p.metadata?.card_id === refs.cardId && p.metadata?.purpose === "hold");
+    const pi = await this.call("hold", () => this.paymentIntentOf(customerId, (m) => m.card_id === refs.cardId && m.purpose === "hold"));
     if (!pi) return null;
     // Any other status holds nothing (placeHold cancels a hold Stripe left unconfirmed).
     const status = pi.status === "requires_capture" ? ("held" as const) : pi.status === "succeeded" ? ("captured" as const) : ("canceled" as const);
@@ -372,15 +428,15 @@ export class StripeProcessor implements Processor {
 
   async cancelHold(account: ProcessorAccount, holdId: string, idempotencyKey: string) {
     this.check(account);
+    // Canceled (or captured): nothing is held any more, which is what cancel wants.
+    const done = async () => {
+      const pi = await this.client.paymentIntents.retrieve(holdId);
+      return pi.status === "canceled" || pi.status === "succeeded" ? pi : null;
+    };
     try {
-      await retrying(() => this.client.paymentIntents.cancel(holdId, {}, { idempotencyKey }));
+      await retrying(() => keyed(idempotencyKey, (key) => this.client.paymentIntents.cancel(holdId, {}, { idempotencyKey: key }), done));
     } catch (err) {
-      // Already canceled (or captured): nothing is held any more, which is what cancel wants.
-      if (isUnexpectedState(err)) {
-        const pi = await this.call("cancel", () => this.client.paymentIntents.retrieve(holdId));
-        if (pi.status === "canceled" || pi.status === "succeeded") return;
-      }
-      throw toProcessorError("cancel", err);
+      if (!(isUnexpectedState(err) && (await this.call("cancel", done)))) throw toProcessorError("cancel", err);
     }
   }
 
@@ -388,25 +444,20 @@ export class StripeProcessor implements Processor {
     this.check(account);
     // Stripe captures no less than its minimum charge: below it, capture the minimum and refund the rest.
     const capture = Math.max(amountCents, STRIPE_MINIMUM_CHARGE_CENTS);
+    const captured = async () => {
+      const pi = await this.client.paymentIntents.retrieve(holdId);
+      if (pi.status === "canceled") throw new HoldUnavailableError(holdId);
+      return pi.status === "succeeded" ? pi : null;
+    };
     try {
       // Capturing less than the authorized amount releases the rest.
-      await retrying(() => this.client.paymentIntents.capture(holdId, { amount_to_capture: capture }, { idempotencyKey }));
-    } catch (err) {
-      let captured = false;
-      if (isUnexpectedState(err)) {
-        const pi = await this.call("capture", () => this.client.paymentIntents.retrieve(holdId));
-        if (pi.status === "canceled") throw new HoldUnavailableError(holdId);
-        captured = pi.status === "succeeded";
-      }
-      if (!captured) throw toProcessorError("capture", err);
-    }
-    if (capture > amountCents)
-      await this.call("capture", () =>
-        this.client.refunds.create(
-          { payment_intent: holdId, amount: capture - amountCents, metadata: { reason: "below_stripe_minimum_charge" } },
-          { idempotencyKey: `${idempotencyKey}:refund` },
-        ),
+      await retrying(() =>
+        keyed(idempotencyKey, (key) => this.client.paymentIntents.capture(holdId, { amount_to_capture: capture }, { idempotencyKey: key }), captured),
       );
+    } catch (err) {
+      if (!(isUnexpectedState(err) && (await this.call("capture", captured)))) throw toProcessorError("capture", err);
+    }
+    if (capture > amountCents) await this.refundOnce("capture", holdId, capture - amountCents, `${idempotencyKey}:refund`, "below_stripe_minimum_charge");
   }
 
   // --- money beyond the hold, and money back ---
@@ -416,37 +467,48 @@ export class StripeProcessor implements Processor {
     // Below Stripe's minimum the charge is the minimum and the difference is refunded at once.
     const amount = Math.max(amountCents, STRIPE_MINIMUM_CHARGE_CENTS);
     const pi = await this.call("charge", () =>
-      this.client.paymentIntents.create(
-        {
-          amount,
-          currency: "usd",
-          customer: customerId,
-          payment_method: paymentMethodId,
-          allowed_payment_method_types: ["card"],
-          confirm: true,
-          off_session: true,
-          metadata: { card_id: refs.cardId, account_id: account.accountId, payment_id: refs.paymentId, purpose: "charge" },
-        },
-        { idempotencyKey },
+      keyed(
+        idempotencyKey,
+        (key) =>
+          this.client.paymentIntents.create(
+            {
+              amount,
+              currency: "usd",
+              customer: customerId,
+              payment_method: paymentMethodId,
+              allowed_payment_method_types: ["card"],
+              confirm: true,
+              off_session: true,
+              metadata: { card_id: refs.cardId, account_id: account.accountId, payment_id: refs.paymentId, purpose: "charge" },
+            },
+            { idempotencyKey: key },
+          ),
+        () => this.paymentIntentOf(customerId, (m) => m.payment_id === refs.paymentId && m.purpose === "charge"),
       ),
     );
     if (pi.status !== "succeeded") {
       const e = pi.last_payment_error;
       throw new PaymentDeclinedError(e?.decline_code || e?.code || (pi.status === "requires_action" ? "authentication_required" : "card_declined"));
     }
-    if (amount > amountCents)
-      await this.call("charge", () =>
-        this.client.refunds.create(
-          { payment_intent: pi.id, amount: amount - amountCents, metadata: { reason: "below_stripe_minimum_charge" } },
-          { idempotencyKey: `${idempotencyKey}:refund` },
-        ),
-      );
+    if (amount > amountCents) await this.refundOnce("charge", pi.id, amount - amountCents, `${idempotencyKey}:refund`, "below_stripe_minimum_charge");
     return { paymentId: pi.id };
   }
 
   async refund(account: ProcessorAccount, paymentId: string, amountCents: number, idempotencyKey: string) {
     this.check(account);
-    await this.call("refund", () => this.client.refunds.create({ payment_intent: paymentId, amount: amountCents }, { idempotencyKey }));
+    await this.refundOnce("refund", paymentId, amountCents, idempotencyKey);
+  }
+
+  /** A refund labelled with its key (metadata `request`), so a retry after a 5xx finds it among the payment's refunds. */
+  private refundOnce(step: string, paymentIntent: string, amount: number, request: string, reason?: string) {
+    const metadata = { request, ...(reason ? { reason } : {}) };
+    return this.call(step, () =>
+      keyed(
+        request,
+        (key) => this.client.refunds.create({ payment_intent: paymentIntent, amount, metadata }, { idempotencyKey: key }),
+        async () => (await this.client.refunds.list({ payment_intent: paymentIntent, limit: 100 })).data.find((r) => r.metadata?.request === request),
+      ),
+    );
   }
 
   // --- the card: an Issuing virtual card with an all-time limit ---
@@ -458,36 +520,53 @@ export class StripeProcessor implements Processor {
   ): Promise<MintedCard> {
     const cardholder = await this.ensureCardholder(account);
     const ic = await this.call("mint", () =>
-      this.client.issuing.cards.create(
-        {
-          cardholder,
-          currency: "usd",
-          type: "virtual",
-          status: "active",
-          spending_controls: { spending_limits: [{ amount: card.amountCents, interval: "all_time" }] },
-          metadata: { card_id: card.cardId, ...(card.agentId ? { agent_id: card.agentId } : {}) },
-        },
-        { idempotencyKey },
+      keyed(
+        idempotencyKey,
+        (key) =>
+          this.client.issuing.cards.create(
+            {
+              cardholder,
+              currency: "usd",
+              type: "virtual",
+              status: "active",
+              spending_controls: { spending_limits: [{ amount: card.amountCents, interval: "all_time" }] },
+              metadata: { card_id: card.cardId, ...(card.agentId ? { agent_id: card.agentId } : {}) },
+            },
+            { idempotencyKey: key },
+          ),
+        () => this.issuingCardOf(cardholder, card.cardId),
       ),
     );
-    return {
-      processorCardId: ic.id,
-      lastFour: ic.last4,
-      expiration: formatExpiration(ic.exp_month, ic.exp_year),
-    };
+    return minted(ic);
+  }
+
+  /** Our card's Issuing card among the cardholder's latest 100, by metadata. */
+  private async issuingCardOf(cardholder: string, cardId: string): Promise<Stripe.Issuing.Card | null> {
+    const page = await this.client.issuing.cards.list({ cardholder, limit: 100 });
+    return page.data.find((c) => c.metadata?.card_id === cardId) ?? null;
+  }
+
+  async findCard(account: ProcessorAccount, refs: { cardId: string }) {
+    this.check(account);
+    const cardholder = (await this.row(account))?.cardholder_id;
+    if (!cardholder) return null;
+    const ic = await this.call("mint", () => this.issuingCardOf(cardholder, refs.cardId));
+    return ic ? minted(ic) : null;
   }
 
   async revokeCard(account: ProcessorAccount, processorCardId: string, idempotencyKey: string) {
     this.check(account);
+    // A canceled card cannot be updated any more: already revoked is success.
+    const canceled = async () => {
+      const ic = await this.client.issuing.cards.retrieve(processorCardId);
+      return ic.status === "canceled" ? ic : null;
+    };
     try {
-      await retrying(() => this.client.issuing.cards.update(processorCardId, { status: "canceled" }, { idempotencyKey }));
+      await retrying(() =>
+        keyed(idempotencyKey, (key) => this.client.issuing.cards.update(processorCardId, { status: "canceled" }, { idempotencyKey: key }), canceled),
+      );
     } catch (err) {
-      // A canceled card cannot be updated any more: already revoked is success.
-      if (err instanceof Stripe.errors.StripeInvalidRequestError) {
-        const ic = await this.call("revoke", () => this.client.issuing.cards.retrieve(processorCardId));
-        if (ic.status === "canceled") return;
-      }
-      throw toProcessorError("revoke", err);
+      if (!(err instanceof Stripe.errors.StripeInvalidRequestError && (await this.call("revoke", canceled)))) throw toProcessorError("revoke", err);
     }
   }
 

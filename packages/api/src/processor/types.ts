@@ -36,6 +36,8 @@ export interface Processor {
    * HoldUnavailableError when the processor has canceled the hold (it lapsed) before.
    */
   captureHold(account: ProcessorAccount, holdId: string, amountCents: number, idempotencyKey: string): Promise<void>;
+  /** The processor's card minted for our card, whatever key made it, by reading (as findHold); null when there is none. */
+  findCard(account: ProcessorAccount, refs: { cardId: string }): Promise<MintedCard | null>;
   mintCard(
     account: ProcessorAccount,
     card: { cardId: string; amountCents: number; agentId: string | null },
