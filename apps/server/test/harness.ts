@@ -68,6 +68,8 @@ export interface ProcessorProbe {
   holdCount(): Promise<number>;
   /** Every following call of a step fails (an error, → 502) or hangs (never answers), until clear(). */
   fail(step: ProbeStep, fault: "fail" | "hang" | "decline"): void;
+  /** The next call of a step does its work and its answer is lost (Stripe: no answer until the timeout). */
+  lose(step: ProbeStep): void;
   clear(): void;
 }
 
@@ -91,6 +93,7 @@ function simulatedProbe(app: App): ProcessorProbe {
     card: async (id) => (await q("SELECT status FROM sim_cards WHERE id = ?", [id]))[0]?.status,
     holdCount: async () => Number((await q("SELECT COUNT(*) AS n FROM sim_holds"))[0].n),
     fail: (step, fault) => app.simulated.setFault(step, fault),
+    lose: (step) => app.simulated.setFault(step, "lost"),
     clear: () => {
       for (const step of ["hold", "mint", "revoke", "capture", "cancel", "ephemeral_key", "charge", "refund"] as const) app.simulated.setFault(step, null);
     },
@@ -131,6 +134,7 @@ function stripeProbe(fake: FakeStripe): ProcessorProbe {
     holdCount: async () => fake.paymentIntents.size,
     fail: (step, fault) =>
       fake.fail(STRIPE_ROUTES[step], fault === "fail" ? faults.serverError() : fault === "decline" ? faults.decline() : faults.hang(), Number.POSITIVE_INFINITY),
+    lose: (step) => fake.fail(STRIPE_ROUTES[step], faults.hangAfter()),
     clear: () => fake.clearFaults(),
   };
 }

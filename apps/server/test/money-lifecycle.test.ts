@@ -1,6 +1,9 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { dbKind, expectError, processor, startServer, type TestServer } from "./harness.js";
+import { authorizationFor, signedEvent } from "./fake-stripe.js";
 import { guarded, sleep } from "./helpers.js";
+
+const WEBHOOK_SECRET = "whsec_money_lifecycle";
 
 /**
  * The card money lifecycle (DESIGN 3.6) through the test helpers (3.10), as a table of scenarios.
@@ -8,24 +11,18 @@ import { guarded, sleep } from "./helpers.js";
  * (its hold's capture and its charges, net of refunds) equals what settled minus what was
  * refunded, exactly; and nothing is approved while the card's hold is not in force.
  */
-describe(`money lifecycle scenarios (${dbKind}, ${processor})`, () => {
-  let s: TestServer;
-  let key: string;
-  beforeAll(async () => {
-    s = guarded(await startServer());
-    key = await (await s.newAccount()).key();
-  });
-  afterAll(() => s.close());
-
-  const post = (path: string, body?: unknown) => s.request("POST", path, { key, body });
+/** The test helpers of DESIGN 3.10 for a suite's server and key (read when called), and the invariant's check. */
+function scenarioKit(ctx: () => { s: TestServer; key: string }) {
+  const post = (path: string, body?: unknown, headers?: Record<string, string>) => ctx().s.request("POST", path, { key: ctx().key, body, headers });
   const card = async (amount: number) => (await post("/v1/cards", { amount_cents: amount })).body as { id: string };
   const authorize = async (cardId: string, amount: number, merchant?: object) => (await post(`/v1/test_helpers/cards/${cardId}/authorizations`, { amount_cents: amount, merchant })).body;
   const capture = async (authId: string, amount?: number) => (await post(`/v1/test_helpers/authorizations/${authId}/capture`, amount ? { amount_cents: amount } : undefined)).body;
   const refund = async (txnId: string, amount?: number) => (await post(`/v1/test_helpers/transactions/${txnId}/refund`, amount ? { amount_cents: amount } : undefined)).body;
-  const read = async (cardId: string) => (await s.request("GET", `/v1/cards/${cardId}`, { key })).body;
+  const read = async (cardId: string) => (await ctx().s.request("GET", `/v1/cards/${cardId}`, { key: ctx().key })).body;
 
   /** What the processor collected for a card: every payment it made for it, net of refunds. */
   async function collected(cardId: string): Promise<number> {
+    const { s } = ctx();
     const ids = await s.query("SELECT DISTINCT processor_payment_id AS id FROM payments WHERE card_id = ? AND kind <> 'refund' AND status = 'succeeded'", [cardId]);
     let n = 0;
     for (const { id } of ids) n += (await s.processor.hold(id))!.captured_cents;
@@ -34,12 +31,25 @@ describe(`money lifecycle scenarios (${dbKind}, ${processor})`, () => {
 
   /** collected = settled − refunded, per card, from the processor's side and from the API's. */
   async function expectInvariant(cardId: string, settledMinusRefunded: number) {
+    const { s, key } = ctx();
     const txns = (await s.request("GET", `/v1/transactions?card_id=${cardId}`, { key })).body.data as { type: string; amount_cents: number }[];
     const net = txns.reduce((n, t) => n + (t.type === "capture" ? t.amount_cents : -t.amount_cents), 0);
     expect(net, "settled − refunded from /v1/transactions").toBe(settledMinusRefunded);
     expect((await read(cardId)).spent_cents, "spent_cents").toBe(settledMinusRefunded);
     expect(await collected(cardId), "collected by the processor").toBe(settledMinusRefunded);
   }
+  return { post, card, authorize, capture, refund, read, collected, expectInvariant };
+}
+
+describe(`money lifecycle scenarios (${dbKind}, ${processor})`, () => {
+  let s: TestServer;
+  let key: string;
+  beforeAll(async () => {
+    s = guarded(await startServer({ STRIPE_WEBHOOK_SECRET: WEBHOOK_SECRET }));
+    key = await (await s.newAccount()).key();
+  });
+  afterAll(() => s.close());
+  const { post, card, authorize, capture, refund, read, collected, expectInvariant } = scenarioKit(() => ({ s, key }));
 
   it("a verification (0) is approved and uses nothing; the purchase after it is approved and settles", async () => {
     const c = await card(1000);
@@ -125,6 +135,27 @@ describe(`money lifecycle scenarios (${dbKind}, ${processor})`, () => {
       await capture(again.id);
       await expectInvariant(c.id, 900);
     });
+
+  // The simulated network's decision is final; on Stripe the final answer comes after ours.
+  it.runIf(processor === "stripe")("approved, then the network's final decline: nothing is charged, the card is OPEN again", async () => {
+    const c = await card(800);
+    const [{ processor_card_id }] = await s.query("SELECT processor_card_id FROM cards WHERE id = ?", [c.id]);
+    const auth = authorizationFor(s.fake!.cards.get(processor_card_id)!, 800, { pending: true });
+    const deliver = async (type: string, object: unknown) => {
+      const signed = signedEvent(type, object, { secret: WEBHOOK_SECRET });
+      const res = await fetch(`${s.url}/v1/webhooks/stripe`, { method: "POST", headers: { "content-type": "application/json", "stripe-signature": signed.signature }, body: signed.payload });
+      return res.json();
+    };
+    expect(await deliver("issuing_authorization.request", auth)).toEqual({ approved: true });
+    expect(await read(c.id)).toMatchObject({ status: "USED" });
+    expect(await deliver("issuing_authorization.created", { ...auth, approved: false, pending_request: null })).toMatchObject({ outcome: "applied" });
+    expect(await read(c.id)).toMatchObject({ status: "OPEN", remaining_cents: 800 });
+    await expectInvariant(c.id, 0);
+    const again = await authorize(c.id, 800);
+    expect(again.approved).toBe(true);
+    await capture(again.id, 650);
+    await expectInvariant(c.id, 650);
+  });
 
   it("a hold the processor canceled closes the card at once; nothing is approved after", async () => {
     const c = await card(700);
@@ -215,6 +246,97 @@ describe(`money lifecycle scenarios (${dbKind}, ${processor})`, () => {
     expect(statuses.map((p) => p.status)).toEqual(["succeeded", "succeeded", "succeeded"]);
     await expectInvariant(c.id, 1200);
   });
+});
+
+/**
+ * Every processor step's work done and its answer lost (the simulated processor errs after the
+ * work; Stripe does not answer before the timeout). Each scenario ends, after the maintenance pass,
+ * with the invariant, one object per intent at the processor, and nothing held that should not be.
+ */
+describe(`lost answers at every processor step (${dbKind}, ${processor})`, () => {
+  let s: TestServer;
+  let key: string;
+  let accountId: string;
+  beforeAll(async () => {
+    s = guarded(await startServer({ PROCESSOR_TIMEOUT_MS: "400" }));
+  });
+  beforeEach(async () => {
+    const account = await s.newAccount();
+    accountId = account.id;
+    key = await account.key();
+  });
+  afterEach(() => s.processor.clear());
+  afterAll(() => s.close());
+  const { post, card, authorize, capture, refund, read, expectInvariant } = scenarioKit(() => ({ s, key }));
+
+  /** Runs the maintenance pass with every queued payment due. */
+  async function maintain() {
+    await s.query("UPDATE payments SET next_attempt_at = 0 WHERE status = 'pending'");
+    await s.app.services.maintenance.run();
+  }
+
+  for (const step of ["hold", "mint"] as const)
+    it(`${step}: 502, the failed card's hold and card are released, and the retry makes one card with one hold`, async () => {
+      s.processor.lose(step);
+      const headers = { "idempotency-key": `lost-${step}` };
+      expectError(await post("/v1/cards", { amount_cents: 700 }, headers), 502, "processor_error");
+      await maintain();
+      const [failed] = await s.query("SELECT id, status FROM cards WHERE account_id = ?", [accountId]);
+      expect(failed.status).toBe("FAILED");
+      for (const h of await s.processor.holds(failed.id)) expect(h.status).toBe("canceled");
+      for (const c of await s.processor.cards(failed.id)) expect(c).toBe("canceled");
+      expect((await s.request("GET", "/v1/balance", { key })).body.held_cents).toBe(0);
+      const ok = await post("/v1/cards", { amount_cents: 700 }, headers);
+      expect(ok.status).toBe(201);
+      expect((await s.processor.holds(ok.body.id)).map((h) => h.status)).toEqual(["requires_capture"]);
+      expect(await s.processor.cards(ok.body.id)).toEqual(["active"]);
+      expect((await s.request("GET", "/v1/balance", { key })).body.held_cents).toBe(700);
+    });
+
+  it("capture: the settlement stands, and the queue's retry finds the capture made", async () => {
+    const c = await card(900);
+    const auth = await authorize(c.id, 600);
+    s.processor.lose("capture");
+    expect((await capture(auth.id)).type).toBe("capture");
+    await maintain();
+    expect((await s.processor.holds(c.id)).map((h) => [h.status, h.captured_cents])).toEqual([["captured", 600]]);
+    await expectInvariant(c.id, 600);
+  });
+
+  it("charge: the overage is charged once", async () => {
+    const c = await card(500);
+    const auth = await authorize(c.id, 500);
+    const before = await s.processor.holdCount();
+    s.processor.lose("charge");
+    await capture(auth.id, 800);
+    await maintain();
+    expect(await s.processor.holdCount()).toBe(before + 1);
+    await expectInvariant(c.id, 800);
+  });
+
+  it("refund: refunded once", async () => {
+    const c = await card(900);
+    const txn = await capture((await authorize(c.id, 900)).id);
+    s.processor.lose("refund");
+    await refund(txn.id, 250);
+    await maintain();
+    await expectInvariant(c.id, 650);
+  });
+
+  for (const step of ["cancel", "revoke"] as const)
+    it(`${step} on close: the card ends CLOSED, revoked, its hold released`, async () => {
+      const c = await card(400);
+      s.processor.lose(step);
+      const first = await post(`/v1/cards/${c.id}/close`);
+      expect([200, 502]).toContain(first.status);
+      await maintain();
+      if ((await read(c.id)).status !== "CLOSED") expect((await post(`/v1/cards/${c.id}/close`)).status).toBe(200);
+      await maintain();
+      expect(await read(c.id)).toMatchObject({ status: "CLOSED" });
+      expect((await s.processor.holds(c.id)).map((h) => h.status)).toEqual(["canceled"]);
+      expect(await s.processor.cards(c.id)).toEqual(["canceled"]);
+      expect((await s.request("GET", "/v1/balance", { key })).body.held_cents).toBe(0);
+    });
 });
 
 describe(`card expiry (${dbKind}, ${processor})`, () => {

@@ -8,8 +8,11 @@ import { withLuhnDigit } from "./luhn.js";
 import { formatExpiration, HoldUnavailableError, PaymentDeclinedError, ProcessorError, type MintedCard, type Processor, type ProcessorAccount } from "./types.js";
 
 export type SimStep = "hold" | "mint" | "revoke" | "capture" | "cancel" | "ephemeral_key" | "charge" | "refund";
-/** fail: the call errors after doing nothing; hang: it never answers; decline: the hold or charge is declined. */
-export type SimFault = "fail" | "hang" | "decline";
+/**
+ * fail: the call errors after doing nothing; hang: it never answers; decline: the hold or charge is
+ * declined; lost: the next call does its work and its answer is lost (an error), once.
+ */
+export type SimFault = "fail" | "hang" | "decline" | "lost";
 
 const EPHEMERAL_KEY_TTL_MS = 15 * 60 * 1000;
 /** Payment methods ending in this are declined, like a processor's test cards. */
@@ -38,6 +41,13 @@ export class SimulatedProcessor implements Processor {
     if (fault === "hang") await new Promise(() => undefined);
   }
 
+  /** After the work: a "lost" fault loses this one answer. */
+  private answer(step: SimStep): void {
+    if (this.faults.get(step) !== "lost") return;
+    this.faults.delete(step);
+    throw new ProcessorError(`Simulated processor: the answer of ${step} was lost.`, step);
+  }
+
   async placeHold(account: ProcessorAccount, amountCents: number, _refs: { cardId: string }, idempotencyKey: string) {
     await this.inject("hold");
     if (this.faults.get("hold") === "decline" || DECLINING_PAYMENT_METHOD.test(account.paymentMethod))
@@ -53,6 +63,7 @@ export class SimulatedProcessor implements Processor {
       created_at: Date.now(),
     };
     const existing = await this.insertOnce("sim_holds", row);
+    this.answer("hold");
     return { holdId: existing.id as string };
   }
 
@@ -70,6 +81,7 @@ export class SimulatedProcessor implements Processor {
   async cancelHold(_account: ProcessorAccount, holdId: string) {
     await this.inject("cancel");
     await queryRows(this.ds, `UPDATE sim_holds SET status = 'canceled' WHERE id = ? AND status = 'requires_capture'`, [holdId]);
+    this.answer("cancel");
   }
 
   async captureHold(_account: ProcessorAccount, holdId: string, amountCents: number) {
@@ -79,7 +91,7 @@ export class SimulatedProcessor implements Processor {
       `UPDATE sim_holds SET status = 'captured', captured_cents = ? WHERE id = ? AND status = 'requires_capture' AND amount_cents >= ?`,
       [amountCents, holdId, amountCents],
     );
-    if ((res.affected ?? 0) === 1) return;
+    if ((res.affected ?? 0) === 1) return this.answer("capture");
     const [hold] = await queryRows(this.ds, `SELECT status, amount_cents FROM sim_holds WHERE id = ?`, [holdId]);
     if (hold?.status === "captured") return; // captured before: a hold captures once
     if (hold?.status === "canceled") throw new HoldUnavailableError(holdId);
@@ -105,6 +117,7 @@ export class SimulatedProcessor implements Processor {
       status: "captured",
       created_at: Date.now(),
     });
+    this.answer("charge");
     return { paymentId: charged.id as string };
   }
 
@@ -126,6 +139,7 @@ export class SimulatedProcessor implements Processor {
       throw err;
     });
     if (applied === null) throw new ProcessorError(`Refund of ${amountCents} exceeds what payment ${paymentId} collected.`, "refund");
+    this.answer("refund");
   }
 
   async mintCard(account: ProcessorAccount, card: { cardId: string; amountCents: number }, idempotencyKey: string): Promise<MintedCard> {
@@ -144,7 +158,9 @@ export class SimulatedProcessor implements Processor {
       card_ref: card.cardId,
       created_at: Date.now(),
     };
-    return mintedCard(await this.insertOnce("sim_cards", row));
+    const minted = mintedCard(await this.insertOnce("sim_cards", row));
+    this.answer("mint");
+    return minted;
   }
 
   async findCard(_account: ProcessorAccount, refs: { cardId: string }) {
@@ -155,6 +171,7 @@ export class SimulatedProcessor implements Processor {
   async revokeCard(_account: ProcessorAccount, processorCardId: string) {
     await this.inject("revoke");
     await queryRows(this.ds, `UPDATE sim_cards SET status = 'canceled' WHERE id = ?`, [processorCardId]);
+    this.answer("revoke");
   }
 
   async createEphemeralKey(account: ProcessorAccount, processorCardId: string) {
