@@ -461,7 +461,7 @@ async function runDatabase(kind: "sqlite" | "mysql", stamp: string, withMemory: 
         MAINTENANCE_INTERVAL_MS: "0",
         STRIPE_WEBHOOK_SECRET: WEBHOOK_SECRET,
       },
-      /cardctl listening on (\S+)/,
+      /cardctl listening on ([^\s"]+)/,
       CPU_PROF ? ["--cpu-prof", `--cpu-prof-dir=${resolve(CPU_PROF)}`] : [],
     );
     const pid = server.child.pid!;

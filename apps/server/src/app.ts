@@ -1,10 +1,12 @@
 import "./http/types.js";
 import { createDataSource, createServices, migrate, newId, startCheckpointer } from "@cardctl/api";
-import Fastify, { type FastifyServerOptions } from "fastify";
+import Fastify, { LogController, type FastifyServerOptions } from "fastify";
+import pretty from "pino-pretty";
 import { bootstrap } from "./bootstrap.js";
 import type { Config } from "./config.js";
 import { registerAuth, registerAuthRejection } from "./http/auth.js";
 import { registerDocs } from "./http/docs.js";
+import { registerSetup } from "./http/setup.js";
 import { BODY_LIMIT, clientErrorHandler, frameworkErrors, registerBodyShape, registerErrorShaping, registerNotFound } from "./http/errors.js";
 import { registerIdempotency } from "./http/idempotency.js";
 import { registerRateLimit } from "./http/rate-limit.js";
@@ -18,6 +20,15 @@ export interface AppOptions {
   logStream?: NodeJS.WritableStream;
   /** Test hook between hold and mint. */
   afterHold?: (cardId: string) => Promise<void>;
+}
+
+/** Fastify's request log lines, without the two a request logs when all goes well. */
+class QuietRequestLogs extends LogController {
+  override incomingRequest() {}
+  override requestCompleted(error: Error | null | undefined, ...rest: unknown[]) {
+    if (error) (super.requestCompleted as (...args: unknown[]) => void)(error, ...rest);
+  }
+  override routeNotFound() {}
 }
 
 /** Builds the whole server: database (migrated), processors, domain services and the HTTP pipeline. */
@@ -41,9 +52,13 @@ export async function buildApp(config: Config, opts: AppOptions = {}) {
   });
   const boot = await bootstrap(ds, services, config.adminToken);
 
+  // LOG_FORMAT=pretty (a terminal): pino-pretty in-process, writing through process.stdout so its
+  // lines keep their order with the banner's; a test's logStream always gets JSON.
+  const prettyLogs = config.logFormat === "pretty" && !opts.logStream;
+  const stream = opts.logStream ?? (prettyLogs ? pretty({ destination: process.stdout, ignore: "pid,hostname", translateTime: "SYS:HH:MM:ss.l" }) : undefined);
   const logger: FastifyServerOptions["logger"] = {
     level: config.logLevel,
-    ...(opts.logStream ? { stream: opts.logStream } : {}),
+    ...(stream ? { stream } : {}),
     // Secrets never reach the logs: no headers are logged, and key-like parts of URLs are masked.
     serializers: {
       req: (req: { method: string; url: string; id: string }) => ({
@@ -57,6 +72,9 @@ export async function buildApp(config: Config, opts: AppOptions = {}) {
     logger,
     bodyLimit: BODY_LIMIT,
     genReqId: () => newId("req"),
+    // A line per request ("incoming request", "request completed") is for log collectors: on a
+    // terminal they show from LOG_LEVEL=debug only.
+    ...(prettyLogs && !["debug", "trace"].includes(config.logLevel) ? { logController: new QuietRequestLogs() } : {}),
     requestIdHeader: false,
     frameworkErrors,
     clientErrorHandler,
@@ -78,6 +96,7 @@ export async function buildApp(config: Config, opts: AppOptions = {}) {
   registerIdempotency(app, services);
   registerNotFound(app);
   registerDocs(app, config.publicUrl);
+  registerSetup(app, services, config.publicUrl);
   registerTransports(app, services);
   await registerStripeWebhooks(app, services, config.stripeWebhookSecret);
   app.addHook("onClose", async () => {

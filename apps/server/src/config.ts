@@ -27,6 +27,49 @@ export interface Config {
   /** Interval of the maintenance pass (expiry sweep and recovery); 0 disables the timer. */
   maintenanceIntervalMs: number;
   logLevel: string;
+  /**
+   * `pretty`: human-readable logs (pino-pretty), no per-request lines below debug, and a ready
+   * banner; `json`: one JSON object a line. Defaults to pretty on a terminal, json otherwise.
+   */
+  logFormat: "pretty" | "json";
+}
+
+/** A setting the server cannot start with; its message names the variable and what to set. */
+export class ConfigError extends Error {}
+
+const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"];
+
+/** The URL with its password masked (`mysql://root:***@host/db`), for anything printed. */
+export function maskUrl(url: string): string {
+  return url.replace(/^([a-z][a-z0-9+.-]*:\/\/[^:/@\s]*):[^@/\s]*@/i, "$1:***@");
+}
+
+/** Every `scheme://user:password@` in a text, its password masked. */
+export function maskSecrets(text: string): string {
+  return text.replace(/([a-z][a-z0-9+.-]*:\/\/[^:/@\s]*):[^@/\s]*@/gi, "$1:***@");
+}
+
+/** The database URL, checked: a supported scheme and, for MySQL, a host and a database name. */
+function databaseUrl(raw: string): string {
+  if (raw.startsWith("sqlite:")) {
+    if (raw === "sqlite:") throw new ConfigError("DATABASE_URL 'sqlite:' names no file: use sqlite:<path> (e.g. sqlite:./data/cardctl.sqlite) or sqlite::memory:");
+    return raw;
+  }
+  if (/^(mysql|mariadb):\/\//.test(raw)) {
+    let url: URL;
+    try {
+      url = new URL(raw);
+    } catch {
+      throw new ConfigError(`DATABASE_URL '${maskUrl(raw)}' is not a valid URL: use mysql://user:pass@host:port/db (percent-encode special characters in the password)`);
+    }
+    if (!url.hostname) throw new ConfigError(`DATABASE_URL '${maskUrl(raw)}' names no host: use mysql://user:pass@host:port/db`);
+    if (url.pathname.replace(/^\//, "") === "")
+      throw new ConfigError(`DATABASE_URL '${maskUrl(raw)}' names no database: add it, as in mysql://user:pass@${url.host}/cardctl`);
+    return raw;
+  }
+  throw new ConfigError(
+    `DATABASE_URL '${maskUrl(raw)}' is not supported: use sqlite:<path>, sqlite::memory: or mysql://user:pass@host:port/db (MySQL 8 / MariaDB 10.11)`,
+  );
 }
 
 /** Holds last about 7 days, 5 for some Visa merchant-initiated payments: cards close within 4. */
@@ -37,19 +80,30 @@ function int(env: NodeJS.ProcessEnv, name: string, fallback: number, min = 0, ma
   if (raw === undefined || raw === "") return fallback;
   const n = Number(raw);
   if (!Number.isInteger(n) || n < min || n > max)
-    throw new Error(`${name} must be an integer from ${min}${max < Number.MAX_SAFE_INTEGER ? ` to ${max}` : " up"}, got '${raw}'`);
+    throw new ConfigError(`${name} must be an integer from ${min}${max < Number.MAX_SAFE_INTEGER ? ` to ${max}` : " up"}, got '${raw}'`);
   return n;
 }
 
-export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
-  const port = int(env, "PORT", 4000);
+/**
+ * Reads and checks every setting; a bad one throws a ConfigError naming it. `isTTY` (stdout's)
+ * picks the default LOG_FORMAT.
+ */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env, isTTY: boolean = process.stdout.isTTY === true): Config {
+  const port = int(env, "PORT", 4000, 0, 65535);
   const host = env.HOST || "127.0.0.1";
   const processor = env.PROCESSOR || "simulated";
-  if (processor !== "simulated" && processor !== "stripe") throw new Error(`PROCESSOR must be 'simulated' or 'stripe', got '${processor}'`);
+  if (processor !== "simulated" && processor !== "stripe") throw new ConfigError(`PROCESSOR must be 'simulated' or 'stripe', got '${processor}'`);
+  const logLevel = env.LOG_LEVEL || "info";
+  if (!LOG_LEVELS.includes(logLevel)) throw new ConfigError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(", ")}, got '${logLevel}'`);
+  const logFormat = env.LOG_FORMAT || (isTTY ? "pretty" : "json");
+  if (logFormat !== "pretty" && logFormat !== "json") throw new ConfigError(`LOG_FORMAT must be 'pretty' or 'json', got '${logFormat}'`);
+  const publicUrl = (env.PUBLIC_URL || `http://${host}:${port}`).replace(/\/$/, "");
+  if (env.PUBLIC_URL && !/^https?:\/\/[^/\s]+/.test(publicUrl))
+    throw new ConfigError(`PUBLIC_URL must be an http:// or https:// URL (the base of setup_url and links), got '${maskUrl(env.PUBLIC_URL)}'`);
   return {
     port,
     host,
-    databaseUrl: env.DATABASE_URL || "sqlite:./data/cardctl.sqlite",
+    databaseUrl: databaseUrl(env.DATABASE_URL || "sqlite:./data/cardctl.sqlite"),
     adminToken: env.ADMIN_TOKEN || undefined,
     redisUrl: env.REDIS_URL || undefined,
     processor,
@@ -60,11 +114,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     approvalTtlSeconds: int(env, "APPROVAL_TTL_SECONDS", 86400, 1),
     cardTtlSeconds: int(env, "CARD_TTL_SECONDS", 86400, 1, MAX_CARD_TTL_SECONDS),
     rateLimitPerHour: int(env, "RATE_LIMIT_PER_HOUR", 1000, 1),
-    publicUrl: (env.PUBLIC_URL || `http://${host}:${port}`).replace(/\/$/, ""),
+    publicUrl,
     processorTimeoutMs: int(env, "PROCESSOR_TIMEOUT_MS", 10000, 1),
     requestTimeoutMs: int(env, "REQUEST_TIMEOUT_MS", 30000, 1000),
     creationLeaseMs: int(env, "CREATION_LEASE_MS", 60000, 1),
     maintenanceIntervalMs: int(env, "MAINTENANCE_INTERVAL_MS", 30000),
-    logLevel: env.LOG_LEVEL || "info",
+    logLevel,
+    logFormat,
   };
 }

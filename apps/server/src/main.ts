@@ -1,6 +1,7 @@
 import { setFlagsFromString } from "node:v8";
 import { buildApp } from "./app.js";
-import { loadConfig } from "./config.js";
+import { loadConfig, maskUrl, type Config } from "./config.js";
+import { ensureMysqlDatabase, fail, printReady, printSecrets } from "./startup.js";
 
 // V8 lets the old generation grow to up to 4× its live size before the next full collection; at
 // this server's allocation rate that was ~100 MB of garbage beside ~30 MB live (RSS ~300 MB after
@@ -8,7 +9,13 @@ import { loadConfig } from "./config.js";
 // each (BENCHMARKS.md, fix 20). A --heap-growing-percent on the command line wins.
 if (!process.execArgv.some((arg) => arg.startsWith("--heap-growing-percent"))) setFlagsFromString("--heap-growing-percent=50");
 
-const config = loadConfig();
+// Every start-up failure ends in one line on stderr (what is wrong, what to do) and exit code 1.
+let config: Config;
+try {
+  config = loadConfig();
+} catch (err) {
+  fail(err, "config");
+}
 // Test hook for crash tests: pause between hold and mint, announcing the card, so a test can kill us there.
 const pauseMs = Number(process.env.CARDCTL_TEST_PAUSE_AFTER_HOLD_MS ?? 0);
 const afterHold =
@@ -18,17 +25,16 @@ const afterHold =
         await new Promise((resolve) => setTimeout(resolve, pauseMs));
       }
     : undefined;
-const { app, services, boot } = await buildApp(config, { afterHold });
-
-const { adminToken, demoApiKey, demoAccountId } = boot.created;
-if (adminToken || demoApiKey) {
-  // Printed once, on the first start, to the terminal only (never through the logger).
-  const lines = ["", "cardctl: first start. These secrets are shown once; store them now.", ""];
-  if (adminToken) lines.push(`  Admin token (operator API):   ${adminToken}`);
-  if (demoApiKey) lines.push(`  Demo account:                 ${demoAccountId}`, `  Test API key (demo account):  ${demoApiKey}`);
-  lines.push("");
-  process.stdout.write(lines.join("\n") + "\n");
+let createdDatabase: string | undefined;
+let built: Awaited<ReturnType<typeof buildApp>>;
+try {
+  if (/^(mysql|mariadb):/.test(config.databaseUrl)) createdDatabase = await ensureMysqlDatabase(config.databaseUrl);
+  built = await buildApp(config, { afterHold });
+} catch (err) {
+  fail(err, "database", config);
 }
+const { app, services, boot } = built;
+if (createdDatabase) app.log.info(`created the MySQL database '${createdDatabase}' (it did not exist)`);
 
 // The recovery pass runs at start-up and then on a timer, on every instance.
 const runMaintenance = () =>
@@ -44,6 +50,12 @@ for (const signal of ["SIGINT", "SIGTERM"] as const) {
   });
 }
 
-const url = await app.listen({ port: config.port, host: config.host });
-const database = config.databaseUrl.replace(/\/\/[^@]*@/, "//***@");
-process.stdout.write(`cardctl listening on ${url} (database ${database}, processor ${config.processor})\n`);
+let url: string;
+try {
+  url = await app.listen({ port: config.port, host: config.host });
+} catch (err) {
+  printSecrets(config, boot.created);
+  fail(err, "listen", config);
+}
+// The first start's secrets (once, on stdout, never through the logger), then the ready banner.
+printReady(config, { url, publicUrl: process.env.PUBLIC_URL ? config.publicUrl : url, database: maskUrl(config.databaseUrl), processor: config.processor }, boot.created);

@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { dbKind, expectError, startServer, type TestServer } from "./harness.js";
+import { ADMIN_TOKEN, dbKind, expectError, startServer, type TestServer } from "./harness.js";
 import { expectCreatedCard, guarded, trpc } from "./helpers.js";
 
 /** Spec 5 and DESIGN 3.2: keys, revocation, query-string keys, modes, roles, live without Stripe. */
@@ -63,6 +63,63 @@ describe(`authentication (${dbKind})`, () => {
     expectError(await s.request("GET", "/v1/balance", { key: null, headers: { authorization: `Bearer ${upper}` } }), 401, "unauthorized");
     const flipped = s.apiKey.slice(0, -1) + (s.apiKey.endsWith("a") ? "b" : "a");
     expectError(await s.request("GET", "/v1/balance", { key: flipped }), 401, "unauthorized");
+  });
+
+  describe("messages a person can act on, and HTTP Basic as in Stripe's curl examples (issue 14.8)", () => {
+    const basic = (user: string, password = "") => ({ authorization: `Basic ${Buffer.from(`${user}:${password}`).toString("base64")}` });
+
+    it("HTTP Basic with the key as user name (curl -u sk_test_…:) is accepted, on both transports", async () => {
+      expect((await s.request("GET", "/v1/balance", { key: null, headers: basic(s.apiKey) })).status).toBe(200);
+      expect((await s.request("POST", "/v1/cards", { key: null, headers: basic(s.apiKey), body: { amount_cents: 100 } })).status).toBe(201);
+      expect((await trpc(s).query("balance.retrieve", undefined, { key: null, headers: basic(s.apiKey) })).status).toBe(200);
+      // The scheme is case-insensitive; a password is ignored as Stripe does; no colon at all is the user name alone.
+      expect((await s.request("GET", "/v1/balance", { key: null, headers: { authorization: basic(s.apiKey).authorization.replace("Basic", "basic") } })).status).toBe(200);
+      expect((await s.request("GET", "/v1/balance", { key: null, headers: basic(s.apiKey, "ignored") })).status).toBe(200);
+      expect((await s.request("GET", "/v1/balance", { key: null, headers: { authorization: `Basic ${Buffer.from(s.apiKey).toString("base64")}` } })).status).toBe(200);
+    });
+
+    it("HTTP Basic with an unknown, revoked or malformed key is 401 like Bearer", async () => {
+      expectError(await s.request("GET", "/v1/balance", { key: null, headers: basic("sk_test_abcdefghijklmnopqrstuvwxyz012345") }), 401, "unauthorized");
+      expectError(await s.request("GET", "/v1/balance", { key: null, headers: basic("", s.apiKey) }), 401, "unauthorized");
+      expectError(await s.request("GET", "/v1/balance", { key: null, headers: { authorization: "Basic !!!" } }), 401, "unauthorized");
+    });
+
+    it("the admin token sent to /v1 or /trpc says it is the admin token and where it belongs", async () => {
+      for (const headers of [{ authorization: `Bearer ${ADMIN_TOKEN}` }, basic(ADMIN_TOKEN)]) {
+        const v1 = expectError(await s.request("GET", "/v1/cards", { key: null, headers }), 401, "unauthorized");
+        expect(v1.message).toBe(
+          "This is the admin token; it only works on the operator API under /admin/v1. Send an API key (sk_test_… or sk_live_…) to /v1 and /trpc.",
+        );
+        const viaTrpc = expectError(await trpc(s).query("balance.retrieve", undefined, { key: null, headers }), 401, "unauthorized");
+        expect(viaTrpc.message).toBe(v1.message);
+      }
+    });
+
+    it("/admin/v1: a missing token says missing, an API key says so, a wrong token says invalid", async () => {
+      const missing = expectError(await s.request("GET", "/admin/v1/accounts/acct_x", { key: null }), 401, "unauthorized");
+      expect(missing.message).toMatch(/^Missing admin token/);
+      expect(missing.message).toContain("Authorization: Bearer <ADMIN_TOKEN>");
+      const empty = expectError(await s.request("GET", "/admin/v1/accounts/acct_x", { key: null, headers: { authorization: "" } }), 401, "unauthorized");
+      expect(empty.message).toMatch(/^Missing admin token/);
+      const key = expectError(await s.request("GET", "/admin/v1/accounts/acct_x", { key: s.apiKey }), 401, "unauthorized");
+      expect(key.message).toMatch(/^This is an API key; the operator API under \/admin\/v1 needs the admin token/);
+      const wrong = expectError(await s.request("GET", "/admin/v1/accounts/acct_x", { key: "adm_wrong_token_0123456789" }), 401, "unauthorized");
+      expect(wrong.message).toMatch(/^Invalid admin token/);
+    });
+
+    it("/admin/v1 accepts the admin token by HTTP Basic too (curl -u \"$ADMIN_TOKEN:\")", async () => {
+      const created = await s.request("POST", "/admin/v1/accounts", { key: null, headers: basic(ADMIN_TOKEN), body: { name: "Basic" } });
+      expect(created.status).toBe(201);
+      expect((await s.request("GET", `/admin/v1/accounts/${created.body.id}`, { key: null, headers: basic(ADMIN_TOKEN) })).status).toBe(200);
+      expectError(await s.request("GET", "/admin/v1/accounts/acct_x", { key: null, headers: basic("adm_wrong") }), 401, "unauthorized");
+    });
+
+    it("a missing API key says missing; a malformed one says malformed", async () => {
+      const missing = expectError(await s.request("GET", "/v1/balance", { key: null }), 401, "unauthorized");
+      expect(missing.message).toMatch(/^Missing API key/);
+      const malformed = expectError(await s.request("GET", "/v1/balance", { key: "pk_test_abc" }), 401, "unauthorized");
+      expect(malformed.message).toMatch(/^Malformed API key/);
+    });
   });
 
   it("revocation takes effect on the very next request, on both transports", async () => {

@@ -189,6 +189,76 @@ describe(`errors and envelopes (${dbKind})`, () => {
     });
   });
 
+  describe("validation messages say what is expected, in API terms (issue 14.8)", () => {
+    const messageOf = async (body: unknown) => expectError(await s.request("POST", "/v1/cards", { body }), 400, "validation_error");
+    const cents = "amount_cents must be an integer number of cents from 1 to 50000";
+    const cases: [string, unknown, { path: string; message: string }[]][] = [
+      ["missing", {}, [{ path: "amount_cents", message: "amount_cents is required: an integer number of cents from 1 to 50000" }]],
+      ["too small", { amount_cents: 0 }, [{ path: "amount_cents", message: cents }]],
+      ["too big", { amount_cents: 50001 }, [{ path: "amount_cents", message: cents }]],
+      ["not an integer", { amount_cents: 10.5 }, [{ path: "amount_cents", message: cents }]],
+      ["wrong type", { amount_cents: "100" }, [{ path: "amount_cents", message: cents }]],
+      ["huge (two checks of one field, one sentence)", { amount_cents: 1e300 }, [{ path: "amount_cents", message: cents }]],
+      ["a string too long", { amount_cents: 100, purpose: "x".repeat(501) }, [{ path: "purpose", message: "purpose must be at most 500 characters long" }]],
+      ["an empty string", { amount_cents: 100, agent_id: "" }, [{ path: "agent_id", message: "agent_id must not be empty" }]],
+      ["a string of the wrong type", { amount_cents: 100, purpose: 5 }, [{ path: "purpose", message: "purpose must be a string, not a number" }]],
+      [
+        "a boolean as a string",
+        { amount_cents: 100, policy_override: { approval_required: "false" } },
+        [{ path: "policy_override.approval_required", message: "policy_override.approval_required must be true or false, not a string" }],
+      ],
+      [
+        "an unknown field (strict)",
+        { amount_cents: 100, currency: "usd" },
+        [{ path: "currency", message: "currency is not a field of the request (field names are case-sensitive)" }],
+      ],
+      [
+        "an unknown nested field",
+        { amount_cents: 100, policy_override: { max: 5 } },
+        [{ path: "policy_override.max", message: "policy_override.max is not a field of policy_override (field names are case-sensitive)" }],
+      ],
+    ];
+    for (const [name, body, issues] of cases)
+      it(name, async () => {
+        const err = await messageOf(body);
+        expect(err.details).toEqual({ issues });
+        expect(err.message).toBe(`Invalid request: ${issues.map((i) => i.message).join("; ")}.`);
+        expect(err.message).not.toMatch(/Too (small|big)|Invalid input|expected number|>=|<=/);
+      });
+
+    it("an unknown enum value lists the allowed values (query parameters too)", async () => {
+      const err = expectError(await s.request("GET", "/v1/cards?status=open"), 400, "validation_error");
+      expect(err.details.issues).toEqual([{ path: "status", message: "status must be one of OPEN, USED, CLOSED, PENDING_APPROVAL" }]);
+      const limit = expectError(await s.request("GET", "/v1/cards?limit=0"), 400, "validation_error");
+      expect(limit.message).toBe("Invalid request: limit must be at least 1.");
+    });
+
+    it("several problems: one sentence per field, in one message", async () => {
+      const err = await messageOf({ amount_cents: 0, purpose: "x".repeat(501), nope: 1 });
+      expect(err.details.issues.map((i: any) => i.path)).toEqual(["amount_cents", "purpose", "nope"]);
+      expect(err.message).toBe(
+        `Invalid request: ${cents}; purpose must be at most 500 characters long; nope is not a field of the request (field names are case-sensitive).`,
+      );
+    });
+
+    it("the same messages on the tRPC transport", async () => {
+      const err = expectError(await trpc(s).mutation("cards.create", { amount_cents: 2.5 }), 400, "validation_error");
+      expect(err.details).toEqual({ issues: [{ path: "amount_cents", message: cents }] });
+      expect(err.message).toBe(`Invalid request: ${cents}.`);
+      const list = expectError(await trpc(s).query("cards.list", { status: "NOPE" }), 400, "validation_error");
+      expect(list.message).toBe("Invalid request: status must be one of OPEN, USED, CLOSED, PENDING_APPROVAL.");
+    });
+
+    it("a body that is not an object, and the operator API's messages", async () => {
+      const body = expectError(await s.request("POST", "/v1/cards", { rawBody: "[]", headers: json }), 400, "validation_error");
+      expect(body.details.issues).toEqual([{ path: "(body)", message: "the request body must be a JSON object" }]);
+      const policy = expectError(await s.request("PUT", "/v1/policies/default", { body: { max_amount_cents: -1 } }), 400, "validation_error");
+      expect(policy.message).toBe("Invalid request: max_amount_cents must be an integer number of cents from 1 to 50000.");
+      const key = expectError(await s.admin("POST", "/accounts/acct_x/keys", { mode: "prod" }), 400, "validation_error");
+      expect(key.details.issues).toEqual([{ path: "mode", message: "mode must be one of test, live" }]);
+    });
+  });
+
   describe("error bodies carry nothing but the envelope", () => {
     it("tRPC errors are not tRPC's own shape (no json/data/shape keys)", async () => {
       const r = await trpc(s).mutation("cards.create", { amount_cents: "x" });

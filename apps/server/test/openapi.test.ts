@@ -1,3 +1,4 @@
+import SwaggerParser from "@apidevtools/swagger-parser";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { dbKind, startServer, type TestServer } from "./harness.js";
 
@@ -5,12 +6,15 @@ import { dbKind, startServer, type TestServer } from "./harness.js";
 describe(`OpenAPI document and docs (${dbKind})`, () => {
   let s: TestServer;
   let doc: any;
+  /** The document with every $ref replaced by what it points to (named schemas are components). */
+  let resolved: any;
   beforeAll(async () => {
     s = await startServer();
     const r = await s.request("GET", "/v1/openapi.json", { key: null });
     expect(r.status).toBe(200);
     expect(r.headers.get("content-type")).toMatch(/application\/json/);
     doc = r.body;
+    resolved = await SwaggerParser.dereference(structuredClone(doc));
   });
   afterAll(() => s.close());
 
@@ -43,6 +47,8 @@ describe(`OpenAPI document and docs (${dbKind})`, () => {
     ["get", "/admin/v1/accounts/{id}/keys"],
     ["post", "/admin/v1/keys/{id}/revoke"],
     ["get", "/admin/v1/payments"],
+    ["get", "/admin/v1/cards/attention"],
+    ["post", "/admin/v1/cards/{id}/retry_recovery"],
   ];
 
   it("is OpenAPI 3 and needs no key", () => {
@@ -57,8 +63,8 @@ describe(`OpenAPI document and docs (${dbKind})`, () => {
     expect(documented.sort()).toEqual(EXPECTED.map(([m, p]) => `${m} ${p}`).sort());
   });
 
-  it("has the ErrorEnvelope schema, referenced by every operation's error responses", () => {
-    const env = doc.components.schemas.ErrorEnvelope;
+  it("has the Error envelope schema, referenced by every operation's error responses", () => {
+    const env = doc.components.schemas.Error;
     expect(env).toBeDefined();
     expect(env.required).toEqual(["error"]);
     const err = env.properties.error;
@@ -66,15 +72,16 @@ describe(`OpenAPI document and docs (${dbKind})`, () => {
     expect([...err.required].sort()).toEqual(["code", "message", "request_id"]);
     for (const [method, path] of EXPECTED) {
       const op = doc.paths[path][method];
+      const shared = (r: any) => (r?.$ref ? doc.components.responses[r.$ref.replace("#/components/responses/", "")] : r);
       for (const status of ["400", "401", "404", "500"])
-        expect(op.responses[status]?.content?.["application/json"]?.schema?.$ref, `${method} ${path} ${status}`).toBe(
-          "#/components/schemas/ErrorEnvelope",
+        expect(shared(op.responses[status])?.content?.["application/json"]?.schema?.$ref, `${method} ${path} ${status}`).toBe(
+          "#/components/schemas/Error",
         );
     }
   });
 
   it("documents the real success statuses and schemas of card creation", () => {
-    const create = doc.paths["/v1/cards"].post;
+    const create = resolved.paths["/v1/cards"].post;
     expect(Object.keys(create.responses)).toEqual(expect.arrayContaining(["201", "202", "400", "403"]));
     expect(create.responses["200"]).toBeUndefined();
     const created = create.responses["201"].content["application/json"].schema;
@@ -92,11 +99,11 @@ describe(`OpenAPI document and docs (${dbKind})`, () => {
   });
 
   it("documents list query parameters and the get-one response", () => {
-    const params = doc.paths["/v1/cards"].get.parameters.map((p: any) => `${p.in}:${p.name}`).sort();
+    const params = resolved.paths["/v1/cards"].get.parameters.map((p: any) => `${p.in}:${p.name}`).sort();
     expect(params).toEqual(["query:agent_id", "query:limit", "query:starting_after", "query:status"]);
-    const getOne = doc.paths["/v1/cards/{id}"].get.responses["200"].content["application/json"].schema;
+    const getOne = resolved.paths["/v1/cards/{id}"].get.responses["200"].content["application/json"].schema;
     expect(Object.keys(getOne.properties)).toEqual(expect.arrayContaining(["processor_card_id", "ephemeral_key_secret", "closed_at"]));
-    expect(doc.components.securitySchemes.bearer).toMatchObject({ type: "http", scheme: "bearer" });
+    expect(doc.components.securitySchemes.ApiKey).toMatchObject({ type: "http", scheme: "bearer" });
   });
 
   it("/docs is an HTML page with no external script or stylesheet, and its assets are served", async () => {
@@ -117,5 +124,45 @@ describe(`OpenAPI document and docs (${dbKind})`, () => {
     }
     expect(html).not.toMatch(/(src|href)\s*=\s*["']?(https?:)?\/\//i);
     expect(html).not.toMatch(/@import\s+url\(\s*["']?https?:/i);
+  });
+
+  it("/docs keeps what is typed into its Authorize dialog across reloads", async () => {
+    expect(await (await fetch(`${s.url}/docs`)).text()).toMatch(/persistAuthorization:\s*true/);
+  });
+
+  it("GET / (the URL the server prints) redirects to /docs, which a browser then opens", async () => {
+    const res = await fetch(`${s.url}/`, { redirect: "manual" });
+    expect(res.status).toBe(302);
+    expect(res.headers.get("location")).toBe("/docs");
+    expect(res.headers.get("request-id")).toMatch(/^req_/);
+    const followed = await fetch(`${s.url}/`);
+    expect(followed.status).toBe(200);
+    expect(followed.url).toBe(`${s.url}/docs`);
+    expect(followed.headers.get("content-type")).toMatch(/text\/html/);
+    expect(await followed.text()).toContain("SwaggerUIBundle");
+  });
+
+  it("/docs/ (with its slash) leads to the docs too", async () => {
+    const res = await fetch(`${s.url}/docs/`, { redirect: "manual" });
+    expect(res.status).toBe(302);
+    expect(res.headers.get("location")).toBe("/docs");
+    const followed = await fetch(`${s.url}/docs/`);
+    expect(followed.status).toBe(200);
+    expect(followed.headers.get("content-type")).toMatch(/text\/html/);
+  });
+
+  it("/favicon.ico answers 204 with no body (no JSON 404), and may be cached", async () => {
+    const res = await fetch(`${s.url}/favicon.ico`);
+    expect(res.status).toBe(204);
+    expect(await res.text()).toBe("");
+    expect(res.headers.get("cache-control")).toMatch(/max-age=\d+/);
+  });
+
+  it("/, /docs/ and /favicon.ico need no key and are not rate limited", async () => {
+    for (const path of ["/", "/docs/", "/favicon.ico"]) {
+      const res = await fetch(`${s.url}${path}`, { redirect: "manual" });
+      expect(res.status, path).toBeLessThan(400);
+      expect(res.headers.get("ratelimit-limit"), path).toBeNull();
+    }
   });
 });

@@ -85,7 +85,8 @@ export function spawnStarting(env: Record<string, string>): Pick<ServerProcess, 
     waitFor,
     stop,
     async ready() {
-      const listening = await waitFor(/cardctl listening on http:\/\/\S+/);
+      // (a plain line on a terminal, a JSON line's message otherwise: the URL ends at a quote)
+      const listening = await waitFor(/cardctl listening on http:\/\/[^\s"]+/);
       return { url: listening.replace("cardctl listening on ", ""), apiKey: out.match(/sk_test_[A-Za-z0-9]+/)?.[0], child, output, waitFor, stop };
     },
   };

@@ -5,6 +5,8 @@ export type { DomainConfig, Deps, Principal } from "./domain/deps.js";
 export { AppError, errorEnvelope, type ErrorEnvelope } from "./domain/errors.js";
 export { createServices, type Services } from "./domain/services.js";
 export { sha256, safeEqual } from "./domain/secrets.js";
+export { credentialOf } from "./domain/credentials.js";
+export { describeIssues, validationMessage, type ValidationIssue } from "./domain/validation.js";
 export { randomToken, newId } from "./domain/ids.js";
 export { SimulatedProcessor, type SimFault, type SimStep } from "./processor/simulated.js";
 export type { Processor, ProcessorResolver } from "./processor/types.js";

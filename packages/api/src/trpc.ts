@@ -4,6 +4,7 @@ import { ZodError } from "zod";
 import type { Principal } from "./domain/deps.js";
 import { AppError, errorEnvelope, forbidden, unauthorized, type ErrorEnvelope } from "./domain/errors.js";
 import type { Services } from "./domain/services.js";
+import { describeIssues, validationMessage } from "./domain/validation.js";
 
 export interface Context {
   services: Services;
@@ -34,10 +35,8 @@ export function toAppError(error: TRPCError): AppError {
   const cause = error.cause;
   if (cause instanceof AppError) return cause;
   if (cause instanceof ZodError || (error.code === "BAD_REQUEST" && cause?.name === "ZodError")) {
-    const issues = (cause as ZodError).issues.map((i) => ({ path: i.path.join(".") || "(body)", message: i.message }));
-    return new AppError(400, "validation_error", `Invalid request: ${issues.map((i) => `${i.path}: ${i.message}`).join("; ")}`, {
-      issues,
-    });
+    const issues = describeIssues(cause as ZodError);
+    return new AppError(400, "validation_error", validationMessage(issues), { issues });
   }
   switch (error.code) {
     case "PARSE_ERROR":
@@ -85,7 +84,7 @@ export const fullAccessProcedure = apiProcedure.use(({ ctx, next }) => {
 
 /** The operator API: the admin token. */
 export const adminProcedure = t.procedure.use(({ ctx, next }) => {
-  if (!ctx.admin) throw new AppError(401, "unauthorized", "Invalid admin token. Send it as 'Authorization: Bearer <ADMIN_TOKEN>'.");
+  if (!ctx.admin) throw new AppError(401, "unauthorized", "The operator API needs the admin token: send it as 'Authorization: Bearer <ADMIN_TOKEN>' to /admin/v1.");
   return next();
 });
 

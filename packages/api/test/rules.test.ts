@@ -98,6 +98,10 @@ describe("views: internal state never leaks", () => {
     used_at: null,
     used_key: null,
     expires_at: Date.UTC(2026, 0, 3, 3, 4, 5, 6),
+    recovery_attempts: 0,
+    recovery_next_at: null,
+    recovery_error: null,
+    needs_attention: false,
   };
 
   it("create, list and detail views have exactly the public fields", () => {

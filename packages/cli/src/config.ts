@@ -91,7 +91,23 @@ export function resolve(opts: GlobalOptions, env: NodeJS.ProcessEnv = process.en
   else if (env.CARDCTL_BASE_URL) [baseUrl, baseUrlSource] = [env.CARDCTL_BASE_URL, "env"];
   else if (profile.base_url) [baseUrl, baseUrlSource] = [profile.base_url, "profile"];
   else [baseUrl, baseUrlSource] = [DEFAULT_BASE_URL, "default"];
+  checkBaseUrl(baseUrl, baseUrlSource, name);
   return { profileName: name, profile, apiKey, apiKeySource, baseUrl: baseUrl.replace(/\/+$/, ""), baseUrlSource };
+}
+
+const BASE_URL_SOURCE = { flag: "--base-url", env: "CARDCTL_BASE_URL", profile: "the base_url of profile", default: "the default base URL" } as const;
+
+/** A base URL must be an http(s) URL without query or fragment: anything else is a usage error (exit 2). */
+export function checkBaseUrl(value: string, source: Resolved["baseUrlSource"] = "flag", profile = DEFAULT_PROFILE): void {
+  let url: URL | undefined;
+  try {
+    url = new URL(value);
+  } catch {
+    url = undefined;
+  }
+  if (url && (url.protocol === "http:" || url.protocol === "https:") && !url.search && !url.hash && !url.username && !url.password) return;
+  const where = source === "profile" ? `${BASE_URL_SOURCE.profile} "${profile}"` : BASE_URL_SOURCE[source];
+  throw new UsageError(`${where} must be an http:// or https:// URL like http://127.0.0.1:4000, got "${value}".`);
 }
 
 export function requireApiKey(r: Resolved): string {

@@ -1,7 +1,7 @@
 import type { Command } from "commander";
 import { Cardctl } from "@cardctl/sdk";
 import { requireApiKey, resolve, type GlobalOptions, type Resolved } from "./config.js";
-import { ApiError, AuthError } from "./errors.js";
+import { ApiError, AuthError, ConnectionError } from "./errors.js";
 import { Output } from "./output.js";
 
 export const VERSION = "0.1.0";
@@ -14,6 +14,16 @@ export interface Ctx {
   client(): Cardctl;
   /** The operator API (/admin/v1), which the SDK does not cover. */
   admin<T = any>(method: string, path: string, body?: unknown): Promise<T>;
+  /**
+   * API fields (`amount_cents`, `policy_override.max_amount_cents`) the user gave in dollars, with
+   * the flag and what was typed: the API's validation messages about them are shown in dollars.
+   */
+  dollarFlags: Record<string, DollarFlag>;
+}
+
+export interface DollarFlag {
+  flag: string;
+  input: string;
 }
 
 /** The currently running context, for the top-level error handler. */
@@ -32,6 +42,7 @@ export function ctxOf(cmd: Command): Ctx {
       client ??= new Cardctl({ apiKey: requireApiKey(resolved), baseUrl: resolved.baseUrl });
       return client;
     },
+    dollarFlags: {},
     admin: (method, path, body) => adminRequest(resolved.baseUrl, opts.adminToken ?? process.env.CARDCTL_ADMIN_TOKEN, method, path, body),
   };
   current = ctx;
@@ -42,12 +53,17 @@ export function ctxOf(cmd: Command): Ctx {
 export async function rawRequest<T>(baseUrl: string, bearer: string, method: string, path: string, body?: unknown): Promise<T> {
   const headers: Record<string, string> = { authorization: `Bearer ${bearer}`, "user-agent": `cardctl-cli/${VERSION}` };
   if (body !== undefined) headers["content-type"] = "application/json";
-  const res = await fetch(baseUrl + path, {
-    method,
-    headers,
-    body: body === undefined ? undefined : JSON.stringify(body),
-    signal: AbortSignal.timeout(30_000),
-  });
+  let res: Response;
+  try {
+    res = await fetch(baseUrl + path, {
+      method,
+      headers,
+      body: body === undefined ? undefined : JSON.stringify(body),
+      signal: AbortSignal.timeout(30_000),
+    });
+  } catch (err) {
+    throw new ConnectionError(method, baseUrl + path.split("?")[0], err);
+  }
   const text = await res.text();
   let parsed: any;
   try {

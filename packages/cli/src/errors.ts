@@ -11,6 +11,18 @@ export class AuthError extends Error {
   readonly exitCode = EXIT.AUTH;
 }
 
+/** No response: the server could not be reached (refused, DNS, reset, timed out) at `url`. */
+export class ConnectionError extends Error {
+  constructor(
+    readonly method: string,
+    readonly url: string,
+    cause: unknown,
+  ) {
+    super(`Could not reach ${url}`, { cause });
+    this.name = "ConnectionError";
+  }
+}
+
 /**
  * An error response of the operator API (fetched directly) in the shape of the SDK's CardctlError,
  * so one printer handles both.

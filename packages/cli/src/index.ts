@@ -22,6 +22,8 @@ export function buildProgram(): Command {
     .addOption(new Option("--api-key <key>", "API key; overrides CARDCTL_API_KEY and the profile").hideHelp())
     .option("--admin-token <token>", "operator token for accounts/keys commands (or CARDCTL_ADMIN_TOKEN)")
     .option("--no-color", "disable colours (also NO_COLOR=1, or when stdout is not a terminal)")
+    // Subcommands' --help lists these too, as gh and the Stripe CLI do (inherited by every subcommand).
+    .configureHelp({ showGlobalOptions: true })
     .showHelpAfterError("(run with --help for usage)")
     .showSuggestionAfterError(true)
     .exitOverride()
@@ -65,6 +67,6 @@ export async function main(argv = process.argv): Promise<number> {
         baseUrl = undefined;
       }
     }
-    return reportError(err, current?.out ?? new Output(opts), { baseUrl });
+    return reportError(err, current?.out ?? new Output(opts), { baseUrl, dollarFlags: current?.dollarFlags });
   }
 }

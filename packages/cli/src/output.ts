@@ -89,16 +89,47 @@ export class Output {
     return formatMoney(cents);
   }
 
-  /** Aligned columns with a bold header. */
-  table(headers: string[], rows: string[][], empty = "Nothing to show."): void {
+  /** A hint or note for the person (not data): on stderr, so stdout stays the result alone. */
+  hint(s: string): void {
+    if (this.json) return;
+    this.err(this.errStyle(s, "dim"));
+  }
+
+  /**
+   * Aligned columns with a bold header, as wide as the terminal at most (80 columns when stdout is
+   * not a terminal). To fit, the `shrink` columns (PURPOSE first) are cut with "…", down to 8
+   * characters each (or their header), and if that is not enough the `drop` columns are left out, in order.
+   */
+  table(headers: string[], rows: string[][], empty = "Nothing to show.", o: { shrink?: string[]; drop?: string[] } = {}): void {
     if (rows.length === 0) {
       this.line(this.style(empty, "dim"));
       return;
     }
-    const widths = headers.map((h, i) => Math.max(visibleLength(h), ...rows.map((r) => visibleLength(r[i] ?? ""))));
+    const max = terminalWidth(this.stdout);
+    const natural = headers.map((h, i) => Math.max(visibleLength(h), ...rows.map((r) => visibleLength(r[i] ?? ""))));
+    const shrink = (o.shrink ?? []).map((h) => headers.indexOf(h)).filter((i) => i >= 0);
+    const least = (i: number) => (shrink.includes(i) ? Math.min(natural[i]!, Math.max(visibleLength(headers[i]!), 8)) : natural[i]!);
+    let shown = headers.map((_, i) => i);
+    const total = (width: (i: number) => number) => shown.reduce((sum, i) => sum + width(i), 0) + 2 * (shown.length - 1);
+    for (const name of o.drop ?? []) {
+      if (total(least) <= max) break;
+      shown = shown.filter((i) => headers[i] !== name);
+    }
+    const widths = [...natural];
+    let over = total((i) => widths[i]!) - max;
+    for (const i of shrink) {
+      if (over <= 0) break;
+      const cut = Math.min(over, widths[i]! - least(i));
+      widths[i] = widths[i]! - cut;
+      over -= cut;
+    }
+    const cell = (c: string, i: number) => (visibleLength(c) > widths[i]! ? truncate(c.replace(ANSI, ""), widths[i]!) : c);
     const fmt = (cells: string[]) =>
-      cells
-        .map((c, i) => (i === cells.length - 1 ? c : c + " ".repeat(widths[i]! - visibleLength(c))))
+      shown
+        .map((i, k) => {
+          const c = cell(cells[i] ?? "", i);
+          return k === shown.length - 1 ? c : c + " ".repeat(Math.max(0, widths[i]! - visibleLength(c)));
+        })
         .join("  ")
         .trimEnd();
     this.line(this.style(fmt(headers), "bold"));
@@ -152,3 +183,30 @@ export function truncate(s: string | null | undefined, max: number): string {
   if (!s) return "-";
   return s.length > max ? s.slice(0, max - 1) + "…" : s;
 }
+
+/** Columns of the terminal on `stream`; when it is not a terminal (a pipe, a file), $COLUMNS, else 80. */
+export function terminalWidth(stream: NodeJS.WriteStream = process.stdout, env = process.env): number {
+  if (stream.isTTY && stream.columns) return stream.columns;
+  const columns = Number(env.COLUMNS);
+  return Number.isInteger(columns) && columns > 0 ? columns : 80;
+}
+
+/** 900000 → "15 min", 90000 → "1 min 30 s", 1500 → "1.5 s", 250 → "250 ms", 7200000 → "2 h". */
+export function formatDuration(ms: number): string {
+  if (!Number.isFinite(ms) || ms < 0) return `${ms} ms`;
+  if (ms < 1000) return `${Math.round(ms)} ms`;
+  if (ms < 60_000) return `${Math.round(ms / 100) / 10} s`;
+  const parts: string[] = [];
+  let rest = Math.round(ms / 1000);
+  const h = Math.floor(rest / 3600);
+  rest -= h * 3600;
+  const min = Math.floor(rest / 60);
+  const sec = rest - min * 60;
+  if (h) parts.push(`${h} h`);
+  if (min) parts.push(`${min} min`);
+  if (sec && !h) parts.push(`${sec} s`);
+  return parts.join(" ");
+}
+
+/** Every "<n> ms" of a message (the SDK's timeouts) in words: "within 900000 ms" → "within 15 min". */
+export const durationsInWords = (message: string) => message.replace(/\b(\d+) ms\b/g, (_m, n: string) => formatDuration(Number(n)));

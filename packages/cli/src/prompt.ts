@@ -1,22 +1,18 @@
 import { createInterface } from "node:readline";
+import { UsageError } from "./errors.js";
 
-/** One line from the terminal (input hidden when `hidden`), or the first line of piped stdin. */
+/**
+ * One line from the terminal, or the first line of piped stdin. With `hidden` on a terminal, each
+ * typed character echoes as `*` (as the Stripe CLI's login does): the secret is never shown, but
+ * the person sees that the paste or the typing arrived.
+ */
 export function ask(question: string, o: { hidden?: boolean } = {}): Promise<string> {
+  const tty = Boolean(process.stdin.isTTY);
+  if (tty && o.hidden) return askMasked(question);
   return new Promise((resolve, reject) => {
-    const tty = Boolean(process.stdin.isTTY);
     const rl = createInterface({ input: process.stdin, output: tty ? process.stderr : undefined, terminal: tty });
     let answered = false;
-    if (tty && o.hidden) {
-      // Echo nothing after the question while the secret is typed.
-      const w = rl as unknown as { _writeToOutput?: (s: string) => void };
-      let asked = false;
-      w._writeToOutput = (s: string) => {
-        if (!asked) {
-          process.stderr.write(s);
-          asked = true;
-        } else if (s.includes("\n") || s.includes("\r")) process.stderr.write("\n");
-      };
-    } else if (!tty) process.stderr.write(question);
+    if (!tty) process.stderr.write(question);
     rl.question(tty ? question : "", (answer) => {
       answered = true;
       rl.close();
@@ -25,6 +21,58 @@ export function ask(question: string, o: { hidden?: boolean } = {}): Promise<str
     rl.on("close", () => {
       if (!answered) reject(new Error("No input (stdin closed)."));
     });
+  });
+}
+
+/** Raw-mode line editing for a secret: `*` per character, Backspace erases one, Ctrl-C/Ctrl-D abort. */
+function askMasked(question: string): Promise<string> {
+  const stdin = process.stdin;
+  const out = process.stderr;
+  return new Promise((resolve, reject) => {
+    let value = "";
+    const wasRaw = stdin.isRaw;
+    const finish = (err?: Error) => {
+      stdin.off("data", onData);
+      stdin.setRawMode(wasRaw);
+      stdin.pause();
+      out.write("\n");
+      if (err) reject(err);
+      else resolve(value.trim());
+    };
+    const onData = (chunk: Buffer | string) => {
+      // Escape sequences (arrow keys, bracketed-paste markers) are not part of a key.
+      const text = String(chunk).replace(/\x1b\[[0-9;?]*[A-Za-z~]/g, "");
+      for (const ch of text) {
+        if (ch === "\r" || ch === "\n") return finish();
+        if (ch === "\x03") return finish(new UsageError("Cancelled (Ctrl-C)."));
+        if (ch === "\x04") {
+          if (value === "") return finish(new Error("No input (stdin closed)."));
+          return finish();
+        }
+        if (ch === "\x7f" || ch === "\b") {
+          if (value.length > 0) {
+            value = value.slice(0, -1);
+            out.write("\b \b");
+          }
+          continue;
+        }
+        if (ch === "\x15") {
+          // Ctrl-U: erase the whole entry
+          out.write("\b \b".repeat(value.length));
+          value = "";
+          continue;
+        }
+        if (ch < " " || ch === "\x1b") continue;
+        value += ch;
+        out.write("*");
+      }
+    };
+    // Raw mode (no echo by the terminal) before the question, so nothing typed after it shows.
+    stdin.setEncoding("utf8");
+    stdin.setRawMode(true);
+    out.write(question);
+    stdin.resume();
+    stdin.on("data", onData);
   });
 }
 

@@ -1,12 +1,74 @@
-import { AuthError, UsageError, exitCodeFor, isApiError } from "./errors.js";
+import type { DollarFlag } from "./context.js";
+import { AuthError, ConnectionError, UsageError, exitCodeFor, isApiError } from "./errors.js";
 import { formatMoney } from "./money.js";
-import type { Output } from "./output.js";
+import { durationsInWords, type Output } from "./output.js";
+
+export interface ReportContext {
+  baseUrl?: string | undefined;
+  /** API fields the user gave in dollars (see Ctx.dollarFlags). */
+  dollarFlags?: Record<string, DollarFlag> | undefined;
+}
+
+const CONNECTION_CODES = /ECONNREFUSED|ENOTFOUND|EAI_AGAIN|ECONNRESET|ETIMEDOUT|EHOSTUNREACH|ENETUNREACH|UND_ERR/;
+
+/** The lowest-level cause of a failed fetch: "connect ECONNREFUSED 127.0.0.1:9", "getaddrinfo ENOTFOUND x". */
+function causeText(err: unknown): string {
+  let e = err as { cause?: unknown; message?: string; code?: string } | undefined;
+  for (let i = 0; i < 5 && e?.cause; i++) e = e.cause as typeof e;
+  return e?.message || e?.code || String(err);
+}
+
+/**
+ * The request that got no response, as a full URL with its method: from our ConnectionError, or
+ * from the SDK's connection_error ("Could not reach <base> (GET /v1/balance): …").
+ */
+function unreachable(err: unknown, baseUrl: string | undefined): { method?: string; url: string; cause: string } | undefined {
+  if (err instanceof ConnectionError) return { method: err.method, url: err.url, cause: causeText(err) };
+  if (isApiError(err) && err.status === undefined && err.code === "connection_error") {
+    const m = /^Could not reach (\S+) \((\w+) (\/\S*)\): (.*)$/s.exec(err.message);
+    // The SDK names the path under /v1 ("/balance"); its requests all go to <base>/v1/….
+    if (m) return { method: m[2], url: `${m[1]!.replace(/\/v1$/, "")}/v1${m[3]!.replace(/^\/v1(?=\/)/, "").split("?")[0]}`, cause: m[4]!.trim() };
+    return { url: baseUrl ?? "the server", cause: causeText(err) };
+  }
+  const e = err as Error & { cause?: { code?: string } };
+  if (e instanceof Error && (CONNECTION_CODES.test(e.cause?.code ?? "") || /fetch failed/i.test(e.message)))
+    return { url: baseUrl ?? "the server", cause: causeText(err) };
+  return undefined;
+}
+
+/**
+ * An API error as the user should read it: durations in words, and when the amount was typed in
+ * dollars (--amount 600), the API's cents ("amount_cents must be … from 1 to 50000") as the flag
+ * and dollars ("--amount must be from $0.01 to $500.00, got "600"").
+ */
+export function humanize(code: string, message: string, details: Record<string, unknown>, dollarFlags: Record<string, DollarFlag> = {}) {
+  let msg = durationsInWords(message);
+  let issues = Array.isArray(details.issues) ? (details.issues as Array<{ path?: unknown; message?: string }>) : [];
+  const inDollars = Object.keys(dollarFlags).length > 0;
+  if (inDollars && code === "validation_error" && issues.length) {
+    let changed = false;
+    issues = issues.map((i) => {
+      const path = Array.isArray(i.path) ? i.path.join(".") : String(i.path ?? "");
+      const flag = dollarFlags[path];
+      if (!flag) return i;
+      changed = true;
+      const range = /from (\d+) to (\d+)/.exec(i.message ?? "");
+      const text = range
+        ? `${flag.flag} must be an amount in dollars from ${formatMoney(Math.max(1, Number(range[1])))} to ${formatMoney(Number(range[2]))}, got "${flag.input}"`
+        : `${flag.flag} "${flag.input}" is not valid: ${i.message ?? ""}`;
+      return { path: flag.flag, message: text };
+    });
+    if (changed) msg = `Invalid request: ${issues.map((i) => i.message).join("; ")}.`;
+  }
+  if (inDollars) msg = msg.replace(/\b(\d+) cents\b/g, (_m, n: string) => formatMoney(Number(n)));
+  return { message: msg, issues };
+}
 
 /**
  * Prints an error: code, message, request id and what to do next on stderr; with --json also the
  * API's error envelope on stdout. Returns the exit code.
  */
-export function reportError(err: unknown, out: Output, ctx: { baseUrl?: string } = {}): number {
+export function reportError(err: unknown, out: Output, ctx: ReportContext = {}): number {
   const code = exitCodeFor(err);
   const red = (s: string) => out.errStyle(s, "red", "bold");
   const dim = (s: string) => out.errStyle(s, "dim");
@@ -17,26 +79,28 @@ export function reportError(err: unknown, out: Output, ctx: { baseUrl?: string }
     return code;
   }
 
+  const down = unreachable(err, ctx.baseUrl);
+  if (down) {
+    const msg = `Could not reach ${down.url}${down.method ? ` (${down.method})` : ""}: ${down.cause}. Check --base-url / CARDCTL_BASE_URL and that the server is running.`;
+    if (out.json) out.printJson({ error: { code: "connection_error", message: msg } });
+    out.err(`${red("Error:")} ${msg}`);
+    return code;
+  }
+
   if (isApiError(err)) {
     const details = (err.details ?? {}) as Record<string, unknown>;
     if (out.json) {
       out.printJson({ error: { code: err.code, message: err.message, ...(err.details ? { details: err.details } : {}), request_id: err.requestId } });
     }
-    out.err(`${red("Error:")} ${err.message}`);
+    const human = humanize(err.code, err.message, details, ctx.dollarFlags);
+    out.err(`${red("Error:")} ${human.message}`);
     out.err(dim(`  code: ${err.code}${err.status ? ` (HTTP ${err.status})` : ""}${err.requestId ? `  request id: ${err.requestId}` : ""}`));
-    for (const hint of hints(err.code, details, err.status)) out.err(`  ${hint}`);
+    for (const hint of hints(err.code, { ...details, issues: human.issues }, err.status)) out.err(`  ${hint}`);
     return code;
   }
 
-  const e = err as Error & { cause?: { code?: string; message?: string } };
-  const cause = e?.cause?.code ?? "";
-  if (/ECONNREFUSED|ENOTFOUND|EAI_AGAIN|ECONNRESET/.test(cause) || /fetch failed/i.test(e?.message ?? "")) {
-    const msg = `Could not reach ${ctx.baseUrl ?? "the server"} (${cause || e.message}). Check --base-url / CARDCTL_BASE_URL and that the server is running.`;
-    if (out.json) out.printJson({ error: { code: "connection_error", message: msg } });
-    out.err(`${red("Error:")} ${msg}`);
-    return code;
-  }
-  const msg = e instanceof Error ? e.message : String(err);
+  const e = err as Error;
+  const msg = durationsInWords(e instanceof Error ? e.message : String(err));
   if (out.json) out.printJson({ error: { code: "error", message: msg } });
   out.err(`${red("Error:")} ${msg}`);
   if (process.env.CARDCTL_DEBUG && e instanceof Error && e.stack) out.err(dim(e.stack));
@@ -75,8 +139,14 @@ function hints(code: string, d: Record<string, unknown>, status?: number): strin
     case "approval_not_pending":
       return typeof d.status === "string" ? [`The approval is already ${d.status}.`] : [];
     case "validation_error": {
+      // The message already has every issue; one per line helps only when there are several.
       const issues = Array.isArray(d.issues) ? (d.issues as Array<{ path?: unknown; message?: string }>) : [];
-      return issues.map((i) => `${Array.isArray(i.path) ? i.path.join(".") : String(i.path ?? "")}: ${i.message ?? ""}`);
+      if (issues.length < 2) return [];
+      return issues.map((i) => {
+        const path = Array.isArray(i.path) ? i.path.join(".") : String(i.path ?? "");
+        const text = i.message ?? "";
+        return `- ${text.startsWith(path) ? text : `${path}: ${text}`}`;
+      });
     }
     case "processor_not_configured":
       return ["Live mode needs Stripe configured on the server (STRIPE_LIVE_SECRET_KEY)."];

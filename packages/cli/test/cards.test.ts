@@ -40,7 +40,8 @@ describe("cards", () => {
   });
 
   it("lists cards as a table and as JSON; filters, limit and --all", async () => {
-    const t = await cli(["cards", "list"]);
+    // A wide terminal ($COLUMNS when stdout is not a terminal): every column; at 80 see polish.test.ts.
+    const t = await cli(["cards", "list"], { COLUMNS: "200" });
     expect(t.code).toBe(0);
     const lines = t.stdout.trim().split("\n");
     expect(lines[0]).toMatch(/^ID\s+STATUS\s+AMOUNT\s+REMAINING\s+CARD\s+AGENT\s+PURPOSE\s+CREATED$/);
@@ -58,7 +59,8 @@ describe("cards", () => {
     expect(one.json().data).toHaveLength(1);
     expect(one.json().has_more).toBe(true);
     const page = await cli(["cards", "list", "--limit", "1"]);
-    expect(page.stdout).toContain("More cards exist");
+    // a hint, not data: on stderr (polish.test.ts)
+    expect(page.stderr).toContain("More cards exist");
 
     const all = await cli(["cards", "list", "--limit", "1", "--all", "--json"]);
     expect(all.json().data).toHaveLength(2);
@@ -158,7 +160,7 @@ describe("approvals", () => {
     expect(p2).toMatchObject({ status: "PENDING_APPROVAL" });
     const id2 = p2.approval_id as string;
 
-    const list = await cli(["approvals", "list"]);
+    const list = await cli(["approvals", "list"], { COLUMNS: "200" });
     expect(list.stdout.split("\n")[0]).toMatch(/^ID\s+STATUS\s+AMOUNT\s+AGENT\s+PURPOSE\s+CREATED\s+EXPIRES/);
     expect(list.stdout).toMatch(new RegExp(`${id1}\\s+PENDING\\s+\\$7\\.25\\s+bot\\s+needs a human\\s+just now\\s+in (23 h|1 day)`));
     const lj = (await cli(["approvals", "list", "--json"])).json();

@@ -32,7 +32,7 @@ export function tempConfigDir(): string {
 function baseEnv(): Record<string, string> {
   const env: Record<string, string> = {};
   for (const [k, v] of Object.entries(process.env)) {
-    if (v === undefined || k.startsWith("CARDCTL_") || k === "NO_COLOR" || k === "FORCE_COLOR" || k === "XDG_CONFIG_HOME") continue;
+    if (v === undefined || k.startsWith("CARDCTL_") || k === "NO_COLOR" || k === "FORCE_COLOR" || k === "COLUMNS" || k === "XDG_CONFIG_HOME") continue;
     env[k] = v;
   }
   return env;

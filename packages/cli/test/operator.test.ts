@@ -108,7 +108,7 @@ describe("operator commands", () => {
     const bad = await run(["accounts", "set-cardholder", acct.id, ...CARDHOLDER_ARGS, "--name", "Acme 2000"], { env });
     expect(bad.code).toBe(1);
     expect(bad.stderr).toContain("validation_error");
-    expect(bad.stderr).toMatch(/name: must be letters/);
+    expect(bad.stderr).toMatch(/Invalid request: name must be letters/);
     expect((await run(["accounts", "set-cardholder", "acct_doesnotexist", ...CARDHOLDER_ARGS], { env })).code).toBe(1);
     // Nothing of the refused calls was saved.
     expect((await run(["accounts", "get", acct.id, "--json"], { env })).json().cardholder.name).toBe("Mary Ann Smith");
@@ -160,6 +160,37 @@ describe("operator commands", () => {
     const after = await run(["balance"], { env: { ...env, CARDCTL_API_KEY: key.secret } });
     expect(after.code).toBe(3);
     expect(after.stderr).toContain("unauthorized");
+  });
+
+  it("attention list / retry: the cards the recovery pass gave up on, handed back once fixed", async () => {
+    const account = await s.newAccount({ name: "Follow-up" });
+    const key = await account.key();
+    const card = (await s.request("POST", "/v1/cards", { key, body: { amount_cents: 900 } })).body;
+    s.processor.fail("revoke", "fail");
+    expect((await s.request("POST", `/v1/cards/${card.id}/close`, { key })).status).toBe(502);
+    s.processor.clear();
+    // The 8 failed passes that lead here are apps/server/test/card-recovery.test.ts's; set directly.
+    await s.query("UPDATE cards SET needs_attention = 1, recovery_attempts = 8, recovery_error = 'The card processor failed during revoke.' WHERE id = ?", [card.id]);
+
+    const wide = await run(["attention", "list", "--account", account.id], { env: { ...env, COLUMNS: "200" } });
+    expect(wide.code, wide.stderr).toBe(0);
+    expect(wide.stdout.split("\n")[0]).toMatch(/^ID\s+ACCOUNT\s+MODE\s+STATUS\s+HOLD\s+ATTEMPTS\s+LAST ERROR\s+CREATED$/);
+    expect(wide.stdout).toMatch(new RegExp(`${card.id}\\s+${account.id}\\s+test\\s+CLOSED\\s+OPEN\\s+8\\s+The card processor failed during revoke\\.\\s+just now`));
+    expect(wide.stderr).toContain("cardctl attention retry");
+    // 80 columns: the error is kept, the other columns go.
+    expect((await run(["attention", "list", "--account", account.id], { env })).stdout.split("\n")[0]).toMatch(/^ID\s+STATUS\s+ATTEMPTS\s+LAST ERROR$/);
+    const json = (await run(["attention", "list", "--account", account.id, "--json"], { env })).json();
+    expect(json.data).toEqual([expect.objectContaining({ id: card.id, recovery_attempts: 8, recovery_error: "The card processor failed during revoke." })]);
+
+    const retried = await run(["attention", "retry", card.id], { env });
+    expect(retried.code, retried.stderr).toBe(0);
+    expect(retried.stdout).toContain(`Card ${card.id} is back in the recovery queue`);
+    expect((await run(["attention", "list", "--account", account.id], { env })).stdout).toContain("No cards need attention.");
+    await s.app.services.maintenance.run();
+    expect(await s.processor.cards(card.id)).toEqual(["canceled"]);
+    const again = await run(["attention", "retry", card.id], { env });
+    expect(again.code).toBe(1);
+    expect(again.stderr).toContain("card_not_in_attention");
   });
 
   it("no admin token → exit 3; a wrong one → exit 3; unknown account → exit 1", async () => {

@@ -19,7 +19,10 @@ describe("npm pack + npm install -g", () => {
     const work = mkdtempSync(join(tmpdir(), "cardctl-pack-"));
     const npm = (args: string[], cwd: string) =>
       execFileSync("npm", args, { cwd, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, npm_config_loglevel: "error" } });
-    npm(["pack", "--pack-destination", work], resolve(import.meta.dirname, ".."));
+    // `npm test` has just built dist/; --ignore-scripts keeps prepack from rebuilding it (tsup
+    // empties dist/ first) while the other test files run the CLI from it. That prepack builds a
+    // clone's tarball is apps/server/test/packages.test.ts's part.
+    npm(["pack", "--ignore-scripts", "--pack-destination", work], resolve(import.meta.dirname, ".."));
     const tgz = readdirSync(work).find((f) => f.endsWith(".tgz"))!;
     const prefix = join(work, "prefix");
     npm(["install", "-g", "--prefix", prefix, "--prefer-offline", "--no-audit", "--no-fund", join(work, tgz)], work);

@@ -63,10 +63,18 @@ describe.skipIf(!hasScript)("on a terminal (pseudo-terminal)", () => {
       t.type("r");
       at = await t.waitFor(`Reject ${newer}. Reason`, at);
       t.type("too much\r");
+      // A [y/N] before the reject, as before an approve.
+      at = await t.waitFor(`Reject ${newer} for $25.00 (reason: too much)? No card will be issued. [y/N]`, at);
+      t.type("y");
       at = await t.waitFor(`✓ Rejected ${newer} (too much)`, at);
       await t.waitFor("No pending requests", at);
       t.type("q");
       expect(await t.exited).toBe(0);
+      // After q the full screen is gone; the decisions stay in the scrollback.
+      const after = t.output.slice(t.output.lastIndexOf("\x1b[?1049l"));
+      expect(after).toContain("cardctl approvals watch: 2 decisions this session");
+      expect(after).toMatch(new RegExp(`\\d\\d:\\d\\d:\\d\\d  ✓ Approved ${older}: card card_\\w+ \\(•••• \\d{4}, \\$15\\.00\\)`));
+      expect(after).toContain(`✓ Rejected ${newer} (too much)`);
     } finally {
       t.kill();
     }
@@ -94,6 +102,28 @@ describe.skipIf(!hasScript)("on a terminal (pseudo-terminal)", () => {
     expect(still.map((a: any) => a.id)).toContain(id);
   });
 
+  it("approvals watch: r, an empty reason, then anything but y does not reject", async () => {
+    const id = await pending(800, "keep me too");
+    const t = inPty(["approvals", "watch"]);
+    try {
+      await t.waitFor(id);
+      t.type("r");
+      let at = await t.waitFor(`Reject ${id}. Reason`);
+      t.type("\r");
+      at = await t.waitFor(`Reject ${id} for $8.00? No card will be issued. [y/N]`, at);
+      t.type("n");
+      at = await t.waitFor("Not rejected.", at);
+      t.type("q");
+      expect(await t.exited).toBe(0);
+      const after = t.output.slice(t.output.lastIndexOf("\x1b[?1049l"));
+      expect(after).toContain("no decisions this session");
+    } finally {
+      t.kill();
+    }
+    const still = (await s.request("GET", "/v1/approvals")).body.data;
+    expect(still.map((a: any) => a.id)).toContain(id);
+  });
+
   it("cards close asks for confirmation on a terminal", async () => {
     const card = (await s.request("POST", "/v1/cards", { body: { amount_cents: 100 } })).body;
     const no = inPty(["cards", "close", card.id]);
@@ -114,11 +144,15 @@ describe.skipIf(!hasScript)("on a terminal (pseudo-terminal)", () => {
     env.CARDCTL_CONFIG_DIR = dir;
     delete env.CARDCTL_API_KEY;
     const t = inPty(["login", "--base-url", s.url]);
-    await t.waitFor("API key for profile");
-    t.type(`${s.apiKey}\r`);
+    const at = await t.waitFor("API key for profile");
+    // One * per character typed; Backspace takes one back.
+    t.type(`${s.apiKey}x`);
+    await t.waitFor("*".repeat(s.apiKey.length + 1), at);
+    t.type("\x7f\r");
     await t.waitFor("Logged in");
     expect(await t.exited).toBe(0);
     expect(t.output).not.toContain(s.apiKey);
+    expect(t.output).not.toContain(s.apiKey.slice(8, 16));
     env.CARDCTL_API_KEY = s.apiKey;
   });
 });

@@ -8,7 +8,16 @@ import { z } from "zod";
  */
 export const exact = <T extends z.ZodType>(schema: T) => schema.pipe(z.custom<z.output<T>>(() => true));
 
-const cents = exact(z.number().int().min(1).max(50000));
+/**
+ * An amount in cents, min..max. Every way it can be wrong (missing, not a number, fractional, out of
+ * range) gets the one sentence that says what is expected; the API puts the field name before it.
+ */
+const centsIn = (min: number, max: number) => {
+  const expected = `an integer number of cents from ${min} to ${max}`;
+  const error = (issue: { input?: unknown }) => (issue.input === undefined ? `is required: ${expected}` : `must be ${expected}`);
+  return exact(z.number({ error }).int({ error }).min(min, { error }).max(max, { error }));
+};
+const cents = centsIn(1, 50000);
 const flag = exact(z.boolean());
 const timestamp = z.string().describe("ISO 8601 UTC timestamp");
 export const cardStatus = z.enum(["OPEN", "USED", "CLOSED"]);
@@ -136,7 +145,7 @@ export const purchaseOutput = z.object({
 });
 
 // The card money lifecycle (DESIGN 3.6, 3.10)
-const amountOrZero = exact(z.number().int().min(0).max(50000));
+const amountOrZero = centsIn(0, 50000);
 export const merchant = z.strictObject({
   name: z.string().min(1).max(200).optional(),
   category: z.string().min(1).max(100).optional(),
@@ -181,7 +190,8 @@ export const errorEnvelopeSchema = z
       request_id: z.string().describe("req_…"),
     }),
   })
-  .meta({ id: "ErrorEnvelope" });
+  // The OpenAPI document's one error component (components/schemas/Error).
+  .meta({ id: "Error", description: "The error envelope of every failure: {error: {code, message, details?, request_id}}" });
 
 // Operator API (DESIGN 3.3)
 export const mode = z.enum(["test", "live"]);
@@ -318,6 +328,20 @@ export const operatorPayment = z.object({
   last_error: z.string().nullable(),
   created_at: timestamp,
   updated_at: timestamp,
+});
+
+/** Cards whose processor follow-up (revoke, hold release) kept failing (GET /admin/v1/cards/attention). */
+export const listCardsAttentionInput = z.object({ account_id: z.string().min(1).max(64).optional() });
+export const attentionCard = z.object({
+  id: z.string(),
+  account_id: z.string(),
+  mode,
+  status: z.enum(["USED", "CLOSED", "FAILED"]).describe("FAILED: a card whose creation failed and was undone; only its hold is left to release"),
+  hold_status: z.enum(["NONE", "PENDING", "OPEN", "CAPTURED", "RELEASED", "EXPIRED"]),
+  recovery_attempts: z.number().int().describe("Failed attempts of the recovery pass"),
+  recovery_error: z.string().nullable().describe("The last attempt's error"),
+  created_at: timestamp,
+  closed_at: timestamp.nullable(),
 });
 
 /** Endpoints without parameters (trpc-to-openapi needs an object input). */

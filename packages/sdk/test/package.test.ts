@@ -1,5 +1,5 @@
 import { execFile } from "node:child_process";
-import { existsSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { promisify } from "node:util";
@@ -9,16 +9,6 @@ import { startServer, type TestServer } from "./helpers.js";
 const run = promisify(execFile);
 const pkgDir = resolve(import.meta.dirname, "..");
 const repoRoot = resolve(pkgDir, "../..");
-
-/** Newest modification time under a directory (files only). */
-function newest(dir: string): number {
-  let t = 0;
-  for (const e of readdirSync(dir, { withFileTypes: true })) {
-    const p = join(dir, e.name);
-    t = Math.max(t, e.isDirectory() ? newest(p) : statSync(p).mtimeMs);
-  }
-  return t;
-}
 
 /** Every installed package name in a node_modules tree (nested ones too). */
 function installed(nodeModules: string): string[] {
@@ -89,10 +79,7 @@ describe("the packed tarball in a fresh project", () => {
   let packDir: string;
   beforeAll(async () => {
     s = await startServer();
-    const dist = join(pkgDir, "dist", "index.js");
-    const sources = Math.max(newest(join(pkgDir, "src")), newest(join(repoRoot, "packages/contract/src")));
-    if (!existsSync(dist) || statSync(dist).mtimeMs < sources || !existsSync(join(pkgDir, "dist", "index.d.cts")))
-      await run("npx", ["tsup"], { cwd: pkgDir });
+    // npm pack runs the package's prepack script, which builds dist/ (JS and declarations) first.
     packDir = mkdtempSync(join(tmpdir(), "cardctl-sdk-pack-"));
     project = mkdtempSync(join(tmpdir(), "cardctl-sdk-consumer-"));
     const { stdout } = await run("npm", ["pack", "--json", "--pack-destination", packDir], { cwd: pkgDir });

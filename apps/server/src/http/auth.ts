@@ -1,5 +1,5 @@
-import { AppError, safeEqual, sha256, type Services } from "@cardctl/api";
-import type { FastifyInstance, FastifyRequest } from "fastify";
+import { AppError, credentialOf, safeEqual, sha256, type Services } from "@cardctl/api";
+import type { FastifyInstance } from "fastify";
 import { sendError } from "./errors.js";
 import { queryCarriesCredential } from "./secrets-in-urls.js";
 
@@ -27,16 +27,25 @@ export function registerAuth(app: FastifyInstance, services: Services, adminToke
       return;
     }
     if (PUBLIC.test(url) || (!isApiPath(url) && !isAdminPath(url))) return;
+    const secret = credentialOf(req.headers.authorization);
+    const isAdminToken = secret !== undefined && safeEqual(sha256(secret), adminTokenHash);
     if (isAdminPath(url)) {
-      req.isAdmin = checkAdmin(req, adminTokenHash);
-      if (!req.isAdmin) req.authError = new AppError(401, "unauthorized", "Invalid admin token. Send it as 'Authorization: Bearer <ADMIN_TOKEN>'.");
+      req.isAdmin = isAdminToken;
+      if (!req.isAdmin) req.authError = adminAuthError(req.headers.authorization, secret);
       return;
     }
     try {
       req.principal = await services.accounts.authenticate(req.headers.authorization);
     } catch (err) {
       if (!(err instanceof AppError)) throw err;
-      req.authError = err;
+      // The admin token on the public API: say so, and where it belongs, instead of "malformed key".
+      req.authError = isAdminToken
+        ? new AppError(
+            401,
+            "unauthorized",
+            "This is the admin token; it only works on the operator API under /admin/v1. Send an API key (sk_test_… or sk_live_…) to /v1 and /trpc.",
+          )
+        : err;
     }
   });
 }
@@ -48,8 +57,14 @@ export function registerAuthRejection(app: FastifyInstance) {
   });
 }
 
-function checkAdmin(req: FastifyRequest, adminTokenHash: string): boolean {
-  // The auth scheme is case-insensitive (RFC 7235); the token is not.
-  const match = /^[Bb][Ee][Aa][Rr][Ee][Rr]\s+(\S+)\s*$/.exec(req.headers.authorization ?? "");
-  return !!match && safeEqual(sha256(match[1]!), adminTokenHash);
+/**
+ * Why /admin/v1 refused a request: no credentials at all, an API key where the admin token
+ * belongs, or a wrong token. Bearer and Basic (`curl -u "$ADMIN_TOKEN:"`) are accepted, as for keys.
+ */
+function adminAuthError(authorization: string | undefined, secret: string | undefined): AppError {
+  const how = "Send it as 'Authorization: Bearer <ADMIN_TOKEN>' (the server's ADMIN_TOKEN).";
+  if (!authorization?.trim()) return new AppError(401, "unauthorized", `Missing admin token: the operator API under /admin/v1 needs it. ${how}`);
+  if (secret && /^sk_(test|live)_/.test(secret))
+    return new AppError(401, "unauthorized", `This is an API key; the operator API under /admin/v1 needs the admin token instead. ${how}`);
+  return new AppError(401, "unauthorized", `Invalid admin token. ${how}`);
 }

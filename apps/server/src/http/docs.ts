@@ -12,7 +12,10 @@ const ASSETS = ["swagger-ui.css", "swagger-ui-bundle.js", "swagger-ui-standalone
  */
 const unlimited = { config: { rateLimit: false } } as const;
 
-/** GET /v1/openapi.json, /docs (Swagger UI served from node_modules, no CDN), /setup and /health (+ /healthz). */
+/**
+ * GET /v1/openapi.json, /docs (Swagger UI served from node_modules, no CDN) and /health (+ /healthz); /setup is in setup.ts.
+ * Until a dashboard exists, / (the URL the server prints) leads to /docs.
+ */
 export function registerDocs(app: FastifyInstance, publicUrl: string) {
   const doc = JSON.stringify(buildOpenApiDocument(publicUrl));
   const assetDir = dirname(createRequire(import.meta.url).resolve("swagger-ui-dist/package.json"));
@@ -21,32 +24,21 @@ export function registerDocs(app: FastifyInstance, publicUrl: string) {
   app.get("/health", unlimited, async () => ({ ok: true }));
   app.get("/healthz", unlimited, async () => ({ ok: true }));
 
+  // A browser opening the server's URL, or /docs/ with its slash, lands on the docs; its icon
+  // request gets an empty answer instead of a JSON 404.
+  app.get("/", unlimited, async (_req, reply) => reply.redirect("/docs", 302));
+  app.get("/docs/", unlimited, async (_req, reply) => reply.redirect("/docs", 302));
+  app.get("/favicon.ico", unlimited, async (_req, reply) => reply.code(204).header("Cache-Control", "public, max-age=86400").send());
+
   app.get("/docs", unlimited, async (_req, reply) =>
     reply.type("text/html").send(`<!doctype html>
 <html><head><meta charset="utf-8"><title>cardctl API</title><link rel="stylesheet" href="/docs/swagger-ui.css"></head>
 <body><div id="ui"></div><script src="/docs/swagger-ui-bundle.js"></script>
-<script>window.ui = SwaggerUIBundle({ url: "/v1/openapi.json", dom_id: "#ui" });</script></body></html>`),
+<script>window.ui = SwaggerUIBundle({ url: "/v1/openapi.json", dom_id: "#ui", persistAuthorization: true });</script></body></html>`),
   );
   app.get<{ Params: { file: string } }>("/docs/:file", unlimited, async (req, reply) => {
     if (!ASSETS.includes(req.params.file)) return reply.callNotFound();
     const type = req.params.file.endsWith(".css") ? "text/css" : "application/javascript";
     return reply.type(type).header("Cache-Control", "public, max-age=86400").send(await readFile(join(assetDir, req.params.file)));
   });
-
-  app.get("/setup", async (_req, reply) =>
-    reply.type("text/html").send(`<!doctype html>
-<html><head><meta charset="utf-8"><title>cardctl: finish account setup</title></head>
-<body style="font-family: sans-serif; max-width: 40em; margin: 3em auto">
-<h1>Finish account setup</h1>
-<p>Before cards can be created, the account needs business verification (KYB) and a saved payment method,
-and, where Stripe issues the cards, the cardholder they are issued to (a company or an individual, with a billing address).
-The operator of this cardctl server completes them:</p>
-<pre>cardctl accounts verify-kyb ACCOUNT_ID
-cardctl accounts set-payment-method ACCOUNT_ID pm_…
-cardctl accounts set-cardholder ACCOUNT_ID --type company --name "Acme" --line1 … --city … --postal-code … --country US</pre>
-<p>or through the operator API: <code>POST /admin/v1/accounts/:id/kyb</code>, <code>POST /admin/v1/accounts/:id/payment_method</code>
-and <code>POST /admin/v1/accounts/:id/cardholder</code>. A cardholder Stripe has disabled, or that misses requirements,
-is completed in the Stripe Dashboard or by setting its details again.</p>
-</body></html>`),
-  );
 }

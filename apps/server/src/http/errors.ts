@@ -147,8 +147,8 @@ export function registerBodyShape(app: FastifyInstance) {
     return sendError(
       req,
       reply,
-      new AppError(400, "validation_error", "Invalid request: the body must be a JSON object.", {
-        issues: [{ path: "(body)", message: "Expected a JSON object" }],
+      new AppError(400, "validation_error", "Invalid request: the request body must be a JSON object.", {
+        issues: [{ path: "(body)", message: "the request body must be a JSON object" }],
       }),
     );
   });

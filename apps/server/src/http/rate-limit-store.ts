@@ -77,7 +77,8 @@ class RedisHealth {
     this.nextProbeAt = Date.now() + this.probeIntervalMs;
     if (this.down) return;
     this.down = true;
-    this.log.warn({ reason }, "Redis unavailable: rate limits are counted per instance until it is back");
+    // One line, on a terminal too (the reason in the message, not as a field pino-pretty prints below it).
+    this.log.warn(`Redis unavailable (${reason}): rate limits are counted per instance until it is back`);
   }
 
   succeeded() {

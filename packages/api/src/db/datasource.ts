@@ -13,12 +13,13 @@ import { OrphanApprovals1732800000000 } from "./migrations/1732800000000-orphan-
 import { DecisionKeys1732900000000 } from "./migrations/1732900000000-decision-keys.js";
 import { MoneyLifecycle1733100000000 } from "./migrations/1733100000000-money-lifecycle.js";
 import { Cardholders1733000000000 } from "./migrations/1733000000000-cardholders.js";
+import { CardRecovery1733200000000 } from "./migrations/1733200000000-card-recovery.js";
 
 export type DatabaseKind = "sqlite" | "mysql";
 
 /** `sqlite:<path>`, `sqlite::memory:` or `mysql://user:pass@host:port/db`. */
 export function createDataSource(url: string): DataSource {
-  const common = { entities, migrations: [Init1732200000000, Idempotency1732300000000, Stripe1732400000000, BinaryCollation1732500000000, HeldIndex1732600000000, PartialIndexes1732700000000, OrphanApprovals1732800000000, DecisionKeys1732900000000, MoneyLifecycle1733100000000, Cardholders1733000000000], synchronize: false, logging: false as const };
+  const common = { entities, migrations: [Init1732200000000, Idempotency1732300000000, Stripe1732400000000, BinaryCollation1732500000000, HeldIndex1732600000000, PartialIndexes1732700000000, OrphanApprovals1732800000000, DecisionKeys1732900000000, MoneyLifecycle1733100000000, Cardholders1733000000000, CardRecovery1733200000000], synchronize: false, logging: false as const };
   if (url.startsWith("sqlite:")) {
     const path = url.slice("sqlite:".length);
     if (path !== ":memory:") mkdirSync(dirname(path), { recursive: true });

@@ -68,6 +68,13 @@ export interface Card {
   used_key: string | null;
   /** Issue time + CARD_TTL_SECONDS: the card closes before its hold can lapse. */
   expires_at: number;
+  /** Failed attempts of the recovery pass at the card's processor follow-up (revoke, hold release). */
+  recovery_attempts: number;
+  /** When the recovery pass may try again (exponential backoff); null: due now. */
+  recovery_next_at: number | null;
+  recovery_error: string | null;
+  /** Set after MAX_ATTEMPTS failures: the recovery pass leaves the card to an operator. */
+  needs_attention: boolean;
 }
 
 export interface Approval {
@@ -172,6 +179,10 @@ export const CardEntity = new EntitySchema<Card>({
     used_at: ms(true),
     used_key: str(255, true),
     expires_at: ms(),
+    recovery_attempts: int(),
+    recovery_next_at: ms(true),
+    recovery_error: str(500, true),
+    needs_attention: bool(),
   },
 });
 

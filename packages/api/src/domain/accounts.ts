@@ -4,6 +4,7 @@ import { notFound, unauthorized } from "./errors.js";
 import type { Deps, Principal } from "./deps.js";
 import { isoTime, newId, randomToken } from "./ids.js";
 import { DEFAULT_POLICY } from "./policy.js";
+import { credentialOf } from "./credentials.js";
 import { safeEqual, sha256 } from "./secrets.js";
 import { processorAccount } from "./issuance.js";
 import { callProcessor, toApiError } from "./processor-call.js";
@@ -247,10 +248,13 @@ export class AccountService {
     return (await this.keys.findOneBy({ id: keyId }))!.revoked_at ?? now;
   }
 
-  /** Resolves `Authorization: Bearer sk_…` to its key; revoked or unknown keys are 401. */
+  /**
+   * Resolves `Authorization: Bearer sk_…` (or HTTP Basic with the key as user name, `curl -u sk_…:`)
+   * to its key; revoked or unknown keys are 401.
+   */
   async authenticate(authorization: string | undefined): Promise<Principal> {
-    // The auth scheme is case-insensitive (RFC 7235); the key is not.
-    const match = /^[Bb][Ee][Aa][Rr][Ee][Rr]\s+(sk_(test|live)_[A-Za-z0-9_-]{16,200})\s*$/.exec(authorization ?? "");
+    const secret = credentialOf(authorization);
+    const match = secret === undefined ? null : /^sk_(test|live)_[A-Za-z0-9_-]{16,200}$/.exec(secret);
     if (!match) {
       throw unauthorized(
         authorization
@@ -258,7 +262,7 @@ export class AccountService {
           : "Missing API key. Send it as 'Authorization: Bearer <API_KEY>'.",
       );
     }
-    const hash = sha256(match[1]!);
+    const hash = sha256(match[0]);
     const key = await this.keys.findOneBy({ secret_hash: hash });
     if (!key || !safeEqual(key.secret_hash, hash) || key.revoked_at !== null) throw unauthorized();
     return { keyId: key.id, accountId: key.account_id, mode: key.mode, role: key.role };

@@ -1,8 +1,9 @@
-import { In, IsNull, Not } from "typeorm";
+import { In, IsNull, LessThanOrEqual, Not, Or } from "typeorm";
 import { affected } from "../db/datasource.js";
 import { CardEntity, type Account, type Approval, type Card, type Mode } from "../db/entities.js";
 import { missingSetup, type AccountService } from "./accounts.js";
 import type { ApprovalService } from "./approvals.js";
+import { backoffMs, MAX_ATTEMPTS } from "./backoff.js";
 import type { Deps, Principal } from "./deps.js";
 import { AppError, notFound } from "./errors.js";
 import { processorAccount, type CardIssuer } from "./issuance.js";
@@ -31,6 +32,9 @@ interface ProcessorOf {
 }
 
 const VISIBLE: Card["status"][] = ["OPEN", "USED", "CLOSED"];
+
+/** Cards the recovery queue may try now: not left to an operator, and not waiting out a backoff. */
+export const dueForRecovery = () => ({ needs_attention: false, recovery_next_at: Or(IsNull(), LessThanOrEqual(Date.now())) });
 
 /**
  * Held amount, open cards and uncollected money, each from its own index range (ix_cards_held
@@ -132,6 +136,7 @@ export class CardService {
         throw new AppError(409, "card_not_open", "This card was used before it could be closed.", { status: "USED" });
     }
     await this.finishClose(card);
+    await this.recovered(card);
     return card;
   }
 
@@ -167,32 +172,88 @@ export class CardService {
     await this.revoke(card, await this.processorFor(card));
   }
 
-  /** Recovery: finishes the processor side of CLOSED, USED and FAILED cards left half done. */
+  /**
+   * Recovery: finishes the processor side of CLOSED, USED and FAILED cards left half done. A queue
+   * ordered by next attempt: a card that fails waits out a backoff, so cards that keep failing
+   * never hold back the others (see followUp).
+   */
   async settleLeftovers(): Promise<number> {
+    const due = dueForRecovery();
     const rows = await this.repo.find({
       where: [
-        { status: "CLOSED", revoked_at: IsNull() },
-        { status: In(["CLOSED", "FAILED"]), hold_status: In(["OPEN", "PENDING"]) },
+        { ...due, status: "CLOSED", revoked_at: IsNull() },
+        { ...due, status: In(["CLOSED", "FAILED"]), hold_status: In(["OPEN", "PENDING"]) },
         // Settled (its hold captured): nothing more may be authorized on it.
-        { status: "USED", hold_status: "CAPTURED", revoked_at: IsNull(), processor_card_id: Not(IsNull()) },
+        { ...due, status: "USED", hold_status: "CAPTURED", revoked_at: IsNull(), processor_card_id: Not(IsNull()) },
       ],
+      // Both databases sort NULL (never failed) first.
+      order: { recovery_next_at: "ASC", seq: "ASC" },
       take: 100,
     });
     let n = 0;
-    for (const card of rows) {
-      try {
-        if (card.status === "USED") await this.deactivate(card);
-        else if (card.status === "CLOSED") await this.finishClose(card);
-        else {
-          const account = await this.accounts.get(card.account_id);
-          await this.issuer.releaseHold(card, processorAccount(account, card.mode), this.deps.processors(card.mode));
-        }
-        n++;
-      } catch {
-        // Left for the next pass.
-      }
-    }
+    for (const card of rows) if (await this.followUp(card)) n++;
     return n;
+  }
+
+  /**
+   * One attempt at a card's processor follow-up (USED: revoke; CLOSED: revoke, release the hold;
+   * FAILED: release the hold). A failure is tried again after a backoff, and after MAX_ATTEMPTS the
+   * card is left to an operator (`needingAttention`, `retryRecovery`); a success clears the count.
+   */
+  async followUp(card: Card): Promise<boolean> {
+    try {
+      if (card.status === "USED") await this.deactivate(card);
+      else if (card.status === "CLOSED") await this.finishClose(card);
+      else {
+        const account = await this.accounts.get(card.account_id);
+        await this.issuer.releaseHold(card, processorAccount(account, card.mode), this.deps.processors(card.mode));
+      }
+    } catch (err) {
+      const apiError = toApiError(err);
+      await this.recoveryFailed(card, apiError instanceof Error ? apiError.message : String(apiError));
+      return false;
+    }
+    await this.recovered(card);
+    return true;
+  }
+
+  /** Forgets the failed attempts of a card whose follow-up is done (by the recovery pass, or a close retried by its owner). */
+  private async recovered(card: Card): Promise<void> {
+    if (card.recovery_attempts > 0)
+      await this.repo.update(
+        { id: card.id, recovery_attempts: card.recovery_attempts },
+        { recovery_attempts: 0, recovery_next_at: null, recovery_error: null, needs_attention: false },
+      );
+  }
+
+  /**
+   * A failed follow-up: the next attempt after a backoff, or an operator after MAX_ATTEMPTS. The
+   * update is conditional on the attempts read: of instances failing on the card at once, one counts.
+   */
+  private async recoveryFailed(card: Card, error: string): Promise<void> {
+    const attempts = card.recovery_attempts + 1;
+    const attention = attempts >= MAX_ATTEMPTS;
+    await this.repo.update(
+      { id: card.id, recovery_attempts: card.recovery_attempts },
+      { recovery_attempts: attempts, recovery_next_at: attention ? null : Date.now() + backoffMs(attempts), recovery_error: error.slice(0, 500), needs_attention: attention },
+    );
+  }
+
+  /** Cards whose processor follow-up needs an operator, newest first (at most 100). */
+  needingAttention(accountId?: string): Promise<Card[]> {
+    return this.repo.find({ where: { needs_attention: true, ...(accountId ? { account_id: accountId } : {}) }, order: { seq: "DESC" }, take: 100 });
+  }
+
+  /**
+   * An operator's retry of a card that needs attention: the recovery pass takes it again at once.
+   * Its attempts stay counted, so one more failure puts it back in front of the operator.
+   */
+  async retryRecovery(id: string): Promise<Card> {
+    const card = await this.repo.findOneBy({ id });
+    if (!card) throw notFound("card");
+    const res = await this.repo.update({ id, needs_attention: true }, { needs_attention: false, recovery_next_at: null });
+    if (affected(res) !== 1) throw new AppError(409, "card_not_in_attention", "This card does not need attention: the recovery pass handles it.");
+    return { ...card, needs_attention: false, recovery_next_at: null };
   }
 
   /** The spend summary (GET /v1/balance): money held, open cards, pending approvals, the policy's limits. */

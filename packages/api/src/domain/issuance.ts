@@ -1,7 +1,7 @@
 import { In, LessThan } from "typeorm";
 import { affected, isUniqueViolation } from "../db/datasource.js";
 import { ApprovalEntity, CardEntity, type Account, type Card } from "../db/entities.js";
-import { PaymentDeclinedError, type Processor, type ProcessorAccount } from "../processor/types.js";
+import { AccountSetupError, PaymentDeclinedError, type Processor, type ProcessorAccount } from "../processor/types.js";
 import type { Deps, Principal } from "./deps.js";
 import { AppError } from "./errors.js";
 import { newId, randomToken } from "./ids.js";
@@ -83,6 +83,10 @@ export class CardIssuer {
       closed_at: null,
       used_at: null,
       used_key: null,
+      recovery_attempts: 0,
+      recovery_next_at: null,
+      recovery_error: null,
+      needs_attention: false,
     };
     let seq: number;
     try {
@@ -187,7 +191,8 @@ export class CardIssuer {
         found ?? (await callProcessor("mint", timeout, () => processor.mintCard(pa, { cardId: card.id, amountCents: card.amount_cents, agentId: card.agent_id }, key)));
     } catch (err) {
       await this.fail(card, pa, processor, "OPEN");
-      await this.revokeLostMint(card, pa, processor).catch(() => undefined);
+      // A refused set-up is definite (nothing was made); any other failure may hide a card.
+      if (!(err instanceof AccountSetupError)) await this.revokeLostMint(card, pa, processor).catch(() => undefined);
       throw toApiError(err);
     }
     const done = await this.cards.update(

@@ -12,7 +12,7 @@ import {
 } from "../db/entities.js";
 import { fastRepository, runAtomically, type Statement } from "../db/fast.js";
 import type { AccountService } from "./accounts.js";
-import type { CardService } from "./cards.js";
+import { dueForRecovery, type CardService } from "./cards.js";
 import { processorAccount } from "./issuance.js";
 import { callProcessor, toApiError } from "./processor-call.js";
 import type { Deps, Principal } from "./deps.js";
@@ -340,10 +340,11 @@ export class CardLifecycle {
     for (const card of await this.cards.find({ where: { status: "OPEN", expires_at: LessThan(now + 1) }, take: 100 })) {
       const res = await this.cards.update({ id: card.id, status: "OPEN" }, { status: "CLOSED", closed_at: now });
       if ((res.affected ?? 0) === 1) n++;
-      await this.cardService.finishClose({ ...card, status: "CLOSED" }).catch(() => undefined);
+      await this.cardService.followUp({ ...card, status: "CLOSED" });
     }
-    for (const card of await this.cards.find({ where: { status: "USED", expires_at: LessThan(now + 1), revoked_at: IsNull() }, take: 100 })) {
-      await this.cardService.deactivate(card).catch(() => undefined);
+    const used = await this.cards.find({ where: { status: "USED", expires_at: LessThan(now + 1), revoked_at: IsNull(), ...dueForRecovery() }, take: 100 });
+    for (const card of used) {
+      await this.cardService.followUp(card);
       n++;
     }
     return n;

@@ -3,18 +3,11 @@ import { CardEntity, PaymentEntity, type Card, type Payment } from "../db/entiti
 import { fastRepository, runSql, type Statement } from "../db/fast.js";
 import { HoldUnavailableError, PaymentDeclinedError } from "../processor/types.js";
 import type { AccountService } from "./accounts.js";
+import { backoffMs, MAX_ATTEMPTS } from "./backoff.js";
 import type { Deps } from "./deps.js";
 import { newId } from "./ids.js";
 import { processorAccount } from "./issuance.js";
 import { callProcessor } from "./processor-call.js";
-
-/** After this many failed attempts a payment needs an operator (status attention). */
-export const MAX_PAYMENT_ATTEMPTS = 8;
-const BACKOFF_BASE_MS = 2_000;
-const BACKOFF_MAX_MS = 60 * 60 * 1000;
-
-/** Exponential backoff with jitter: 2 s, 4 s, 8 s, … capped at an hour. */
-export const backoffMs = (attempts: number) => Math.min(BACKOFF_MAX_MS, BACKOFF_BASE_MS * 2 ** Math.max(0, attempts - 1)) * (0.75 + Math.random() * 0.5);
 
 /** A payment row to insert with the transaction that causes it (runAtomically). */
 export type NewPayment = Pick<Payment, "kind" | "amount_cents" | "refund_of">;
@@ -159,7 +152,7 @@ export class PaymentQueue {
   /** A failed attempt: the next one after a backoff, or attention after too many. */
   private async later(payment: Payment, error: string): Promise<boolean> {
     const attempts = payment.attempts;
-    const attention = attempts >= MAX_PAYMENT_ATTEMPTS;
+    const attention = attempts >= MAX_ATTEMPTS;
     await this.repo.update(
       { id: payment.id, status: "pending" },
       {

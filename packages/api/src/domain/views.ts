@@ -86,3 +86,16 @@ export const operatorPaymentView = (p: Payment) => ({
   created_at: isoTime(p.created_at),
   updated_at: isoTime(p.updated_at),
 });
+
+/** A card whose processor follow-up needs an operator (the operator API). */
+export const attentionCardView = (c: Card) => ({
+  id: c.id,
+  account_id: c.account_id,
+  mode: c.mode,
+  status: c.status as "USED" | "CLOSED" | "FAILED",
+  hold_status: c.hold_status,
+  recovery_attempts: c.recovery_attempts,
+  recovery_error: c.recovery_error,
+  created_at: isoTime(c.created_at),
+  closed_at: c.closed_at === null ? null : isoTime(c.closed_at),
+});

@@ -1,6 +1,6 @@
 import { accountView, keyView } from "../domain/accounts.js";
 import { isoTime } from "../domain/ids.js";
-import { operatorPaymentView } from "../domain/views.js";
+import { attentionCardView, operatorPaymentView } from "../domain/views.js";
 import * as s from "@cardctl/contract";
 import { z } from "zod";
 import { adminProcedure, router } from "../trpc.js";
@@ -87,6 +87,25 @@ export const adminRouter = router({
     .query(async ({ ctx, input }) => ({
       data: (await ctx.services.payments.problems({ status: input.status, accountId: input.account_id })).map(operatorPaymentView),
     })),
+
+  listCardsAttention: adminProcedure
+    .meta({
+      openapi: {
+        method: "GET",
+        path: "/cards/attention",
+        tags,
+        summary: "Cards whose processor follow-up (revoke, hold release) kept failing and is no longer retried on its own",
+      },
+    })
+    .input(s.listCardsAttentionInput)
+    .output(z.object({ data: z.array(s.attentionCard) }))
+    .query(async ({ ctx, input }) => ({ data: (await ctx.services.cards.needingAttention(input.account_id)).map(attentionCardView) })),
+
+  retryCardRecovery: adminProcedure
+    .meta({ openapi: { method: "POST", path: "/cards/{id}/retry_recovery", tags, summary: "Hand a card that needs attention back to the recovery pass, due now" } })
+    .input(accountId)
+    .output(s.attentionCard)
+    .mutation(async ({ ctx, input }) => attentionCardView(await ctx.services.cards.retryRecovery(input.id))),
 
   revokeKey: adminProcedure
     .meta({ openapi: { method: "POST", path: "/keys/{id}/revoke", tags, summary: "Revoke a key, effective immediately" } })

@@ -21,7 +21,7 @@ export function approvalRows(ctx: Ctx, list: any[]): string[][] {
     out.status(a.status),
     out.money(a.amount_cents),
     truncate(a.agent_id, 20),
-    truncate(a.purpose, 30),
+    a.purpose ?? "-",
     relativeTime(a.created_at),
     a.status === "PENDING" ? relativeTime(a.expires_at) : (a.card_id ?? truncate(a.reason, 24)),
   ]);
@@ -70,6 +70,7 @@ export function registerAccount(program: Command): void {
       const body: Record<string, unknown> = {};
       if (o.approvalRequired !== undefined) body.approval_required = o.approvalRequired;
       if (o.max !== undefined) body.max_amount_cents = parseAmount(o.max, "--max");
+      if (o.max !== undefined) ctx.dollarFlags.max_amount_cents = { flag: "--max", input: o.max };
       if (Object.keys(body).length === 0) throw new UsageError("Nothing to change: give --approval-required, --no-approval-required or --max.");
       const p: any = await ctx.out.spin("Updating the policy", () => ctx.client().policies.updateDefault(body as any));
       if (ctx.out.json) return ctx.out.printJson(p);
@@ -88,8 +89,8 @@ export function registerAccount(program: Command): void {
       if (!APPROVAL_STATUSES.includes(status)) throw new UsageError(`--status must be one of ${APPROVAL_STATUSES.join(", ")}.`);
       const page: any = await ctx.out.spin("Fetching approvals", async () => await ctx.client().approvals.list({ status } as any));
       if (ctx.out.json) return ctx.out.printJson(page);
-      ctx.out.table(APPROVAL_HEADERS, approvalRows(ctx, page.data), `No ${status.toLowerCase()} approvals.`);
-      if (page.has_more) ctx.out.line(ctx.out.style("More exist than shown.", "dim"));
+      ctx.out.table(APPROVAL_HEADERS, approvalRows(ctx, page.data), `No ${status.toLowerCase()} approvals.`, { shrink: ["PURPOSE", "AGENT", "EXPIRES / RESULT"], drop: ["CREATED", "AGENT"] });
+      if (page.has_more) ctx.out.hint("More approvals exist than shown.");
     });
   approvals
     .command("approve")
@@ -126,6 +127,7 @@ export function registerAccount(program: Command): void {
     .action(async (cardId: string, o: { amount: string; merchant?: string }, cmd: Command) => {
       const ctx = ctxOf(cmd);
       const amount_cents = parseAmount(o.amount);
+      ctx.dollarFlags.amount_cents = { flag: "--amount", input: o.amount };
       const body: Record<string, unknown> = { amount_cents };
       if (o.merchant !== undefined) body.merchant = o.merchant;
       const res: any = await ctx.out.spin("Simulating a purchase", () => ctx.client().testHelpers.purchase(cardId, body as any));

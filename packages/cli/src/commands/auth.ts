@@ -46,7 +46,7 @@ export function registerAuth(program: Command): void {
       const path = writeConfig(config);
       if (out.json) return out.printJson({ profile: name, mode: keyMode(key), base_url: baseUrl, config_path: path, balance });
       out.line(`${out.style("✓", "green")} Logged in to ${baseUrl} as profile ${out.style(name, "bold")} (${keyMode(key)} mode, key ${maskKey(key)}).`);
-      out.line(out.style(`Saved to ${path} (mode 0600).`, "dim"));
+      out.hint(`Saved to ${path} (mode 0600).`);
     });
 
   program

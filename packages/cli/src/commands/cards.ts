@@ -36,7 +36,7 @@ export function printPending(ctx: Ctx, p: { approval_id: string; expires_at: str
     ["Approval", p.approval_id],
     ["Expires", `${relativeTime(p.expires_at)} ${out.style(`(${p.expires_at})`, "dim")}`],
   ]);
-  out.line(out.style(`Approve with: cardctl approvals approve ${p.approval_id}   (or watch with: cardctl approvals watch)`, "dim"));
+  out.hint(`Approve with: cardctl approvals approve ${p.approval_id}   (or watch with: cardctl approvals watch)`);
 }
 
 function parseDuration(s: string): number {
@@ -71,6 +71,9 @@ export function registerCards(program: Command): void {
       if (o.amount !== undefined && o.amountCents !== undefined) throw new UsageError("Give either --amount or --amount-cents, not both.");
       if (o.amount === undefined && o.amountCents === undefined) throw new UsageError("Give the amount: --amount 12.50 or --amount-cents 1250.");
       const amount_cents = o.amount !== undefined ? parseAmount(o.amount) : parseCents(o.amountCents);
+      // The API's messages about these fields are shown in dollars, with the flag the user typed.
+      if (o.amount !== undefined) ctx.dollarFlags.amount_cents = { flag: "--amount", input: o.amount };
+      if (o.max !== undefined) ctx.dollarFlags["policy_override.max_amount_cents"] = { flag: "--max", input: o.max };
       const policy_override: Record<string, unknown> = {};
       if (o.requireApproval) policy_override.approval_required = true;
       if (o.max !== undefined) policy_override.max_amount_cents = parseAmount(o.max, "--max");
@@ -136,12 +139,13 @@ export function registerCards(program: Command): void {
           out.money(c.remaining_cents),
           `•••• ${c.last_four}`,
           truncate(c.agent_id, 20),
-          truncate(c.purpose, 30),
+          c.purpose ?? "-",
           relativeTime(c.created_at),
         ]),
         "No cards.",
+        { shrink: ["PURPOSE", "AGENT"], drop: ["CARD", "REMAINING"] },
       );
-      if (page.has_more) out.line(out.style("More cards exist: use --all or a larger --limit.", "dim"));
+      if (page.has_more) out.hint("More cards exist: use --all or a larger --limit.");
     });
 
   cards
@@ -171,6 +175,7 @@ export function registerCards(program: Command): void {
           relativeTime(a.created_at),
         ]),
         "No authorizations.",
+        { shrink: ["Merchant", "Decision"] },
       );
       out.line("");
       out.line(out.style("Transactions", "bold"));
@@ -178,6 +183,7 @@ export function registerCards(program: Command): void {
         ["ID", "Type", "Amount", "Merchant", "When"],
         transactions.map((t) => [t.id, t.type, out.money(t.type === "refund" ? -t.amount_cents : t.amount_cents), truncate(t.merchant_name ?? "-", 30), relativeTime(t.created_at)]),
         "No transactions.",
+        { shrink: ["Merchant"] },
       );
     });
 

@@ -11,7 +11,8 @@ function tree(cmd: Command): Node {
   return {
     name: cmd.name(),
     subs: cmd.commands.filter((c) => !(c as unknown as { _hidden?: boolean })._hidden).map(tree),
-    options: cmd.options.flatMap((o) => [o.long, o.short].filter((x): x is string => Boolean(x))),
+    // Hidden flags (the global --api-key) are not offered, as --help does not show them.
+    options: cmd.options.filter((o) => !o.hidden).flatMap((o) => [o.long, o.short].filter((x): x is string => Boolean(x))),
   };
 }
 

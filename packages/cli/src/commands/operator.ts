@@ -176,7 +176,7 @@ export function registerOperator(program: Command): void {
         ["Role", k.role],
         ["Name", k.name ?? "-"],
       ]);
-      if (o.saveProfile) out.line(out.style(`Saved as profile ${o.saveProfile}.`, "dim"));
+      if (o.saveProfile) out.hint(`Saved as profile ${o.saveProfile}.`);
     });
   keys
     .command("list")
@@ -210,5 +210,47 @@ export function registerOperator(program: Command): void {
       const res: any = await ctx.out.spin("Revoking", () => ctx.admin("POST", `/keys/${encodeURIComponent(id)}/revoke`));
       if (ctx.out.json) return ctx.out.printJson(res);
       ctx.out.line(`${ctx.out.style("✓", "green")} Key ${id} revoked.`);
+    });
+
+  const attention = program
+    .command("attention")
+    .description("Operator: cards whose processor follow-up (revoke, hold release) kept failing")
+    .addHelpText("after", OPERATOR_HELP);
+  attention
+    .command("list")
+    .option("--account <id>", "only this account's cards (acct_…)")
+    .description("List the cards the recovery pass gave up on, newest first (at most 100)")
+    .action(async (o: { account?: string }, cmd: Command) => {
+      const ctx = ctxOf(cmd);
+      const query = o.account === undefined ? "" : `?account_id=${encodeURIComponent(o.account)}`;
+      const res: any = await ctx.out.spin("Fetching cards", () => ctx.admin("GET", `/cards/attention${query}`));
+      if (ctx.out.json) return ctx.out.printJson(res);
+      const { out } = ctx;
+      out.table(
+        ["ID", "ACCOUNT", "MODE", "STATUS", "HOLD", "ATTEMPTS", "LAST ERROR", "CREATED"],
+        res.data.map((c: any) => [
+          c.id,
+          c.account_id,
+          c.mode,
+          out.status(c.status),
+          c.hold_status,
+          String(c.recovery_attempts),
+          c.recovery_error ?? "-",
+          relativeTime(c.created_at),
+        ]),
+        "No cards need attention.",
+        { shrink: ["LAST ERROR"], drop: ["MODE", "HOLD", "CREATED", "ACCOUNT"] },
+      );
+      if (res.data.length > 0) out.hint("Once the cause is fixed: cardctl attention retry <card_id> (the full errors: --json).");
+    });
+  attention
+    .command("retry")
+    .argument("<card_id>", "card id (card_…)")
+    .description("Hand a card that needs attention back to the recovery pass, due at its next run")
+    .action(async (id: string, _o: unknown, cmd: Command) => {
+      const ctx = ctxOf(cmd);
+      const res: any = await ctx.out.spin("Handing the card back", () => ctx.admin("POST", `/cards/${encodeURIComponent(id)}/retry_recovery`));
+      if (ctx.out.json) return ctx.out.printJson(res);
+      ctx.out.line(`${ctx.out.style("✓", "green")} Card ${id} is back in the recovery queue: the next maintenance pass tries it again.`);
     });
 }

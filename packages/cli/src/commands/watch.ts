@@ -31,8 +31,8 @@ export function registerWatch(approvals: Command): void {
     .addHelpText(
       "after",
       `
-On a terminal: ↑/↓ (or j/k, or 1-9) select, a approves (asks y/n), r rejects (asks for an optional
-reason), q quits.
+On a terminal: ↑/↓ (or j/k, or 1-9) select, a approves (asks y/N), r rejects (asks for an optional
+reason, then y/N), q quits and leaves the decisions made in the terminal's scrollback.
 
 When stdin or stdout is not a terminal, or with --json, it reads one command per line instead:
   approve <id|#n>            approve (n = position in the last printed list, from 1)
@@ -173,7 +173,14 @@ async function interactive(ctx: Ctx, interval: number): Promise<void> {
   let message = "";
   let lastRefresh = 0;
   let busy = false;
-  let mode: { kind: "normal" } | { kind: "confirm"; id: string } | { kind: "reason"; id: string; text: string } = { kind: "normal" };
+  let mode:
+    | { kind: "normal" }
+    | { kind: "confirm"; id: string }
+    | { kind: "reason"; id: string; text: string }
+    | { kind: "confirm-reject"; id: string; reason: string | undefined } = { kind: "normal" };
+  /** What was decided (or failed) in this session: printed after the full screen closes. */
+  const log: string[] = [];
+  const stamp = () => new Date().toTimeString().slice(0, 8);
   let finish!: () => void;
   const done = new Promise<void>((r) => (finish = r));
 
@@ -196,7 +203,14 @@ async function interactive(ctx: Ctx, interval: number): Promise<void> {
       const id = mode.id;
       const a = list.find((x) => x.id === id);
       lines.push(out.style(`Approve ${id} for ${out.money(a?.amount_cents)}? This issues the card now. [y/N]`, "yellow"));
-    } else if (mode.kind === "reason") lines.push(`Reject ${mode.id}. Reason (Enter to send, Esc to cancel): ${mode.text}`);
+    } else if (mode.kind === "reason") lines.push(`Reject ${mode.id}. Reason (optional; Enter to continue, Esc to cancel): ${mode.text}`);
+    else if (mode.kind === "confirm-reject") {
+      const id = mode.id;
+      const a = list.find((x) => x.id === id);
+      lines.push(
+        out.style(`Reject ${id} for ${out.money(a?.amount_cents)}${mode.reason ? ` (reason: ${mode.reason})` : ""}? No card will be issued. [y/N]`, "yellow"),
+      );
+    }
     else lines.push(out.style("↑/↓ select · a approve · r reject · q quit", "dim"));
     if (message) lines.push(message);
     process.stdout.write("\x1b[H\x1b[2J" + lines.join("\n") + "\n");
@@ -225,8 +239,10 @@ async function interactive(ctx: Ctx, interval: number): Promise<void> {
         await (ctx.client().approvals.reject as any)(id, reason ? { reason } : {});
         message = `${out.style("✓", "green")} Rejected ${id}${reason ? ` (${reason})` : ""}`;
       }
+      log.push(`${stamp()}  ${message}`);
     } catch (err) {
       message = out.style(`✗ ${errText(err)}`, "red");
+      log.push(`${stamp()}  ${message} (${kind} ${id})`);
     } finally {
       busy = false;
     }
@@ -245,13 +261,21 @@ async function interactive(ctx: Ctx, interval: number): Promise<void> {
       }
       return;
     }
+    if (mode.kind === "confirm-reject") {
+      const { id, reason } = mode;
+      mode = { kind: "normal" };
+      if (str === "y" || str === "Y") void act("reject", id, reason);
+      else {
+        message = "Not rejected.";
+        render();
+      }
+      return;
+    }
     if (mode.kind === "reason") {
       if (key?.name === "escape") mode = { kind: "normal" };
       else if (key?.name === "return" || key?.name === "enter") {
-        const { id, text } = mode;
-        mode = { kind: "normal" };
-        void act("reject", id, text.trim() || undefined);
-        return;
+        // As before an approve: a [y/N] before the reject is sent.
+        mode = { kind: "confirm-reject", id: mode.id, reason: mode.text.trim() || undefined };
       } else if (key?.name === "backspace") mode.text = mode.text.slice(0, -1);
       else if (str && str >= " " && !key?.ctrl) mode.text += str;
       return render();
@@ -305,4 +329,9 @@ async function interactive(ctx: Ctx, interval: number): Promise<void> {
     restore();
     process.off("exit", restore);
   }
+  // The full screen is gone with its messages: what was decided stays in the scrollback.
+  if (log.length) {
+    out.line(out.style(`cardctl approvals watch: ${log.length} decision${log.length === 1 ? "" : "s"} this session`, "bold"));
+    for (const entry of log) out.line(`  ${entry}`);
+  } else out.line(out.style("cardctl approvals watch: no decisions this session.", "dim"));
 }

@@ -1,0 +1,151 @@
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { dbKind, expectError, startServer, type TestServer } from "./harness.js";
+import { expectKeys, ISO } from "./helpers.js";
+
+const ATTENTION_KEYS = ["id", "account_id", "mode", "status", "hold_status", "recovery_attempts", "recovery_error", "created_at", "closed_at"];
+
+/**
+ * The recovery queue of cards whose processor follow-up (revoke, hold release) failed: ordered by
+ * next attempt with exponential backoff, so cards that keep failing hold back no other; after 8
+ * failures a card needs attention, is listed for the operator and retried only when the operator
+ * says so. Waiting out a backoff is stood in for by setting recovery_next_at to 0 in the database.
+ * The simulated processor: the rows made with SQL below have no processor card.
+ */
+describe(`card recovery queue (${dbKind})`, () => {
+  let s: TestServer;
+  beforeEach(async () => {
+    s = await startServer({ PROCESSOR: "simulated", PROCESSOR_TIMEOUT_MS: "300" });
+  });
+  afterEach(() => s.close());
+
+  const pass = () => s.app.services.maintenance.run();
+  const recovery = async (id: string) => {
+    const [row] = await s.query("SELECT recovery_attempts, recovery_next_at, recovery_error, needs_attention, revoked_at, hold_status FROM cards WHERE id = ?", [id]);
+    return {
+      attempts: Number(row.recovery_attempts),
+      nextAt: row.recovery_next_at === null ? null : Number(row.recovery_next_at),
+      error: row.recovery_error as string | null,
+      attention: Boolean(Number(row.needs_attention)),
+      revoked: row.revoked_at !== null,
+      hold: row.hold_status as string,
+    };
+  };
+  const dueNow = (id: string) => s.query("UPDATE cards SET recovery_next_at = 0 WHERE id = ?", [id]);
+  /** A card closed while the processor fails `step`: left CLOSED with that step to finish. */
+  async function closedWithFault(key: string, step: "revoke" | "cancel") {
+    s.processor.clear();
+    const card = (await s.request("POST", "/v1/cards", { key, body: { amount_cents: 900 } })).body;
+    s.processor.fail(step, "fail");
+    expectError(await s.request("POST", `/v1/cards/${card.id}/close`, { key }), 502, "processor_error");
+    s.processor.clear();
+    return card.id as string;
+  }
+
+  it("a revoke that keeps failing backs off, then needs attention and is listed; the operator's retry finishes it", async () => {
+    const account = await s.newAccount();
+    const key = await account.key();
+    const failing = await closedWithFault(key, "revoke");
+    s.processor.fail("revoke", "fail");
+
+    const before = Date.now();
+    await pass();
+    let r = await recovery(failing);
+    expect(r).toMatchObject({ attempts: 1, attention: false, revoked: false });
+    expect(r.error).toMatch(/revoke/);
+    // backoffMs(1): 2 s ± 25 %
+    expect(r.nextAt).toBeGreaterThanOrEqual(before + 1500);
+    expect(r.nextAt).toBeLessThanOrEqual(Date.now() + 2500);
+    await pass();
+    expect((await recovery(failing)).attempts).toBe(1); // not due yet: not tried again
+
+    for (let attempt = 2; attempt <= 8; attempt++) {
+      await dueNow(failing);
+      const at = Date.now();
+      await pass();
+      r = await recovery(failing);
+      expect(r.attempts).toBe(attempt);
+      if (attempt < 8) {
+        // Exponential: 2 s · 2^(attempt-1), ± 25 %.
+        expect(r.nextAt! - at).toBeGreaterThanOrEqual(0.75 * 2000 * 2 ** (attempt - 1) - 1000);
+        expect(r.nextAt! - at).toBeLessThanOrEqual(1.25 * 2000 * 2 ** (attempt - 1) + 1000);
+      }
+    }
+    expect(r).toMatchObject({ attempts: 8, attention: true, nextAt: null, revoked: false });
+
+    // Listed for the operator, by account too; not retried on its own any more.
+    const listed = await s.admin("GET", "/cards/attention");
+    expect(listed.status).toBe(200);
+    const item = listed.body.data.find((c: any) => c.id === failing);
+    expectKeys(item, ATTENTION_KEYS);
+    expect(item).toMatchObject({ account_id: account.id, mode: "test", status: "CLOSED", hold_status: "OPEN", recovery_attempts: 8 });
+    expect(item.recovery_error).toMatch(/revoke/);
+    expect(item.created_at).toMatch(ISO);
+    expect(item.closed_at).toMatch(ISO);
+    expect((await s.admin("GET", `/cards/attention?account_id=${account.id}`)).body.data.map((c: any) => c.id)).toEqual([failing]);
+    expect((await s.admin("GET", `/cards/attention?account_id=${s.accountId}`)).body.data).toEqual([]);
+    await dueNow(failing);
+    await pass();
+    expect((await recovery(failing)).attempts).toBe(8);
+
+    // A card needing attention holds back no other: a hold left to release is released.
+    const healthy = await closedWithFault(key, "cancel");
+    s.processor.fail("revoke", "fail");
+    await pass();
+    expect(await recovery(healthy)).toMatchObject({ attempts: 0, hold: "RELEASED", revoked: true });
+    expectError(await s.admin("POST", `/cards/${healthy}/retry_recovery`), 409, "card_not_in_attention");
+    expectError(await s.admin("POST", "/cards/card_doesnotexist/retry_recovery"), 404, "not_found");
+
+    // The fault is gone: the operator hands the card back, and the next pass finishes it.
+    s.processor.clear();
+    const retried = await s.admin("POST", `/cards/${failing}/retry_recovery`);
+    expect(retried.status).toBe(200);
+    expectKeys(retried.body, ATTENTION_KEYS);
+    expect(retried.body).toMatchObject({ id: failing, recovery_attempts: 8 });
+    expect((await s.admin("GET", "/cards/attention")).body.data).toEqual([]);
+    expect((await recovery(failing)).nextAt).toBeNull();
+    await pass();
+    expect(await recovery(failing)).toMatchObject({ attempts: 0, nextAt: null, error: null, attention: false, revoked: true, hold: "RELEASED" });
+    expect(await s.processor.cards(failing)).toEqual(["canceled"]);
+    expect(await s.processor.holds(failing)).toMatchObject([{ status: "canceled" }]);
+    expectError(await s.admin("POST", `/cards/${failing}/retry_recovery`), 409, "card_not_in_attention");
+  });
+
+  it("a close retried by the card's owner that finishes the follow-up takes the card off the operator's list", async () => {
+    const account = await s.newAccount();
+    const key = await account.key();
+    const id = await closedWithFault(key, "revoke");
+    // The 8 failed passes of the first test, set directly.
+    await s.query("UPDATE cards SET recovery_attempts = 8, recovery_error = 'revoke failed', needs_attention = 1 WHERE id = ?", [id]);
+    expect((await s.admin("GET", `/cards/attention?account_id=${account.id}`)).body.data).toHaveLength(1);
+    expect((await s.request("POST", `/v1/cards/${id}/close`, { key })).body).toEqual({ ok: true, status: "CLOSED" });
+    expect(await recovery(id)).toMatchObject({ attempts: 0, error: null, attention: false, revoked: true, hold: "RELEASED" });
+    expect((await s.admin("GET", `/cards/attention?account_id=${account.id}`)).body.data).toEqual([]);
+  });
+
+  it("a full batch of failing cards does not starve a healthy one behind it (no head-of-line blocking)", async () => {
+    const account = await s.newAccount();
+    const key = await account.key();
+    // 100 cards (one pass's batch) closed but not revoked, older than the healthy one; inserted
+    // with SQL rather than issued and closed through the API one by one, for speed.
+    const now = Date.now();
+    const ids = Array.from({ length: 100 }, (_, i) => `card_stuck${String(i).padStart(3, "0")}`);
+    await s.query(
+      `INSERT INTO cards (id, account_id, mode, status, amount_cents, remaining_cents, spent_cents, hold_status, created_at, closed_at, expires_at) VALUES ${ids.map(() => "(?, ?, 'test', 'CLOSED', 100, 0, 0, 'RELEASED', ?, ?, ?)").join(", ")}`,
+      ids.flatMap((id) => [id, account.id, now, now, now + 86_400_000]),
+    );
+    const healthy = await closedWithFault(key, "cancel");
+    s.processor.fail("revoke", "fail");
+
+    // First pass: the batch is the 100 older cards (never tried: due first, oldest first); all fail.
+    await pass();
+    const tried = await s.query("SELECT recovery_attempts AS n, COUNT(*) AS c FROM cards WHERE account_id = ? AND id <> ? GROUP BY recovery_attempts", [account.id, healthy]);
+    expect(tried.map((t) => [Number(t.n), Number(t.c)])).toEqual([[1, 100]]);
+    expect((await recovery(healthy)).hold).toBe("OPEN");
+    // Second pass: they wait out their backoff, so the healthy card is reached. (Before the queue,
+    // every pass took the same 100 failing cards and never this one.)
+    await pass();
+    expect(await recovery(healthy)).toMatchObject({ attempts: 0, hold: "RELEASED" });
+    expect(await s.processor.holds(healthy)).toMatchObject([{ status: "canceled" }]);
+    expect(Number((await s.query("SELECT MAX(recovery_attempts) AS n FROM cards WHERE account_id = ?", [account.id]))[0].n)).toBe(1);
+  });
+});

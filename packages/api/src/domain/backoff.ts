@@ -1,0 +1,7 @@
+/** After this many failed attempts queued work (a payment, a card's processor follow-up) needs an operator. */
+export const MAX_ATTEMPTS = 8;
+const BACKOFF_BASE_MS = 2_000;
+const BACKOFF_MAX_MS = 60 * 60 * 1000;
+
+/** Exponential backoff with jitter: 2 s, 4 s, 8 s, … capped at an hour. */
+export const backoffMs = (attempts: number) => Math.min(BACKOFF_MAX_MS, BACKOFF_BASE_MS * 2 ** Math.max(0, attempts - 1)) * (0.75 + Math.random() * 0.5);
