@@ -64,7 +64,7 @@ describe("npm pack from a fresh clone, installed into an empty project", () => {
     // One after the other: two cores.
     for (const p of ["sdk", "cli"] as const) {
       const { stdout } = await run("npm", ["pack", "--json", "--pack-destination", packDir], { cwd: join(clone, "packages", p), env: npmEnv });
-      const info = JSON.parse(stdout.slice(stdout.indexOf("[")))[0];
+      const info = JSON.parse(stdout.slice(stdout.search(/^\[$/m)))[0];
       const unpacked = join(packDir, p);
       mkdirSync(unpacked);
       await run("tar", ["-xzf", join(packDir, info.filename), "-C", unpacked, "package/package.json"]);

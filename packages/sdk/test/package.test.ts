@@ -83,7 +83,7 @@ describe("the packed tarball in a fresh project", () => {
     packDir = mkdtempSync(join(tmpdir(), "cardctl-sdk-pack-"));
     project = mkdtempSync(join(tmpdir(), "cardctl-sdk-consumer-"));
     const { stdout } = await run("npm", ["pack", "--json", "--pack-destination", packDir], { cwd: pkgDir });
-    const tarball = join(packDir, JSON.parse(stdout.slice(stdout.indexOf("[")))[0].filename);
+    const tarball = join(packDir, JSON.parse(stdout.slice(stdout.search(/^\[$/m)))[0].filename);
     writeFileSync(join(project, "package.json"), JSON.stringify({ name: "consumer", version: "1.0.0", private: true }));
     const args = ["install", tarball, "--no-audit", "--no-fund", "--no-package-lock"];
     try {
