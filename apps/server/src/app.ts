@@ -7,6 +7,7 @@ import type { Config } from "./config.js";
 import { registerAuth, registerAuthRejection } from "./http/auth.js";
 import { registerDocs } from "./http/docs.js";
 import { registerSetup } from "./http/setup.js";
+import { registerSimulatedProcessor } from "./http/simulated-processor.js";
 import { BODY_LIMIT, clientErrorHandler, frameworkErrors, registerBodyShape, registerErrorShaping, registerNotFound } from "./http/errors.js";
 import { registerIdempotency } from "./http/idempotency.js";
 import { registerRateLimit } from "./http/rate-limit.js";
@@ -97,6 +98,7 @@ export async function buildApp(config: Config, opts: AppOptions = {}) {
   registerNotFound(app);
   registerDocs(app, config.publicUrl);
   registerSetup(app, services, config.publicUrl);
+  registerSimulatedProcessor(app, processors.simulated);
   registerTransports(app, services);
   await registerStripeWebhooks(app, services, config.stripeWebhookSecret);
   app.addHook("onClose", async () => {

@@ -98,6 +98,10 @@ export class FakeStripe {
   readonly cardholders = new Map<string, FakeCardholder>();
   readonly cards = new Map<string, FakeIssuingCard>();
   readonly ephemeralKeys: FakeEphemeralKey[] = [];
+  /** What each ephemeral key (by secret) opens: one card, read under the API version it was made with. */
+  readonly ephemeralKeyGrants = new Map<string, { cardId: string; apiVersion: string; nonce: string | undefined }>();
+  /** Each card's number (Luhn-valid, ending in its last4) and CVC: only an ephemeral key's expanded read shows them. */
+  readonly cardSecrets = new Map<string, { number: string; cvc: string }>();
   readonly refunds = new Map<string, FakeRefund>();
   /** Stripe's verdict on every cardholder made from now on (setCardholderState), e.g. under review at once. */
   newCardholderState: Parameters<FakeStripe["setCardholderState"]>[1] | null = null;
@@ -351,10 +355,11 @@ export class FakeStripe {
           const ch = this.cardholders.get(p.cardholder ?? "");
           if (!ch) return missing("cardholder", p.cardholder ?? "");
           const limit = p["spending_controls[spending_limits][0][amount]"];
+          const number = luhnNumberEnding(String(1000 + Math.floor(Math.random() * 9000)));
           const card: FakeIssuingCard = {
             id: rid("ic"),
             object: "issuing.card",
-            last4: String(1000 + Math.floor(Math.random() * 9000)),
+            last4: number.slice(-4),
             exp_month: 7,
             exp_year: new Date().getUTCFullYear() + 3,
             status: (p.status ?? "inactive") as Stripe.Issuing.Card["status"],
@@ -382,6 +387,7 @@ export class FakeStripe {
               : {}),
           };
           this.cards.set(card.id, card);
+          this.cardSecrets.set(card.id, { number, cvc: String(Math.floor(Math.random() * 1000)).padStart(3, "0") });
           return ok(card);
         },
       },
@@ -424,6 +430,7 @@ export class FakeStripe {
             secret: `ek_${livemode ? "live" : "test"}_${base62(48)}`,
           };
           this.ephemeralKeys.push(key);
+          this.ephemeralKeyGrants.set(key.secret!, { cardId: card.id, apiVersion: r.stripeVersion, nonce: r.params.nonce });
           return ok(key);
         },
       },
@@ -469,6 +476,33 @@ export class FakeStripe {
       past_due: o.past_due ?? ch.requirements?.past_due ?? [],
     };
     return ch;
+  }
+
+  /**
+   * GET /v1/issuing/cards/:id authorised by an ephemeral key, as Stripe.js makes it: the key must be
+   * one this fake issued, unexpired, for this card, sent with the Stripe-Version it was made under;
+   * `expand[]=number` / `expand[]=cvc` add the card's number and CVC. Anything else: 401.
+   */
+  private readWithEphemeralKey(secret: string, r: RecordedRequest, expand: string[]): [number, unknown] {
+    r.route = "issuing.cards.retrieve_with_ephemeral_key";
+    const denied: [number, unknown] = [401, { error: { type: "invalid_request_error", message: "Invalid API Key provided: ek_****" } }];
+    const m = /^\/v1\/issuing\/cards\/([^/]+)$/.exec(r.path);
+    const grant = this.ephemeralKeyGrants.get(secret);
+    const key = this.ephemeralKeys.find((k) => k.secret === secret);
+    if (r.method !== "GET" || !m || !grant || !key || key.expires * 1000 <= Date.now() || grant.cardId !== m[1]) return denied;
+    if (r.stripeVersion !== grant.apiVersion)
+      return [400, { error: { type: "invalid_request_error", message: `Stripe-Version ${r.stripeVersion ?? "(none)"} differs from the ephemeral key's ${grant.apiVersion}.` } }];
+    const card = this.cards.get(m[1]!);
+    const secrets = this.cardSecrets.get(m[1]!);
+    if (!card || !secrets) return denied;
+    return [200, { ...card, ...(expand.includes("number") ? { number: secrets.number } : {}), ...(expand.includes("cvc") ? { cvc: secrets.cvc } : {}) }];
+  }
+
+  /** Makes an ephemeral key (by its secret) expire now. */
+  expireEphemeralKey(secret: string): void {
+    const key = this.ephemeralKeys.find((k) => k.secret === secret);
+    if (!key) throw new Error("no such fake ephemeral key");
+    key.expires = Math.floor(Date.now() / 1000) - 1;
   }
 
   /** Injects a fault into the next `times` calls of an endpoint (by route name, e.g. "payment_intents.create"). */
@@ -531,6 +565,9 @@ export class FakeStripe {
       res.writeHead(status, { "content-type": "application/json", "request-id": rid("req") });
       res.end(JSON.stringify(payload));
     };
+    // An ephemeral key (Issuing Elements in a browser, the SDK's cards.reveal) reads its own card, nothing else.
+    const bearer = /^Bearer (.*)$/.exec(header("authorization") ?? "")?.[1];
+    if (bearer?.startsWith("ek_")) return send(...this.readWithEphemeralKey(bearer, recorded, url.searchParams.getAll("expand[]")));
     if (header("authorization") !== `Bearer ${this.secretKey}`)
       return send(401, { error: { type: "invalid_request_error", message: "Invalid API Key provided." } });
     const route = this.routes.find((r) => r.method === recorded.method && r.pattern.test(recorded.path));
@@ -577,6 +614,26 @@ export class FakeStripe {
 
 export async function startFakeStripe(secretKey?: string): Promise<FakeStripe> {
   return new FakeStripe(secretKey).start();
+}
+
+/** A 16-digit Visa-like number ending in `last4`, Luhn-valid: one middle digit is chosen to make the checksum work. */
+export function luhnNumberEnding(last4: string): string {
+  const prefix = "400000" + String(Math.floor(Math.random() * 1e5)).padStart(5, "0");
+  for (let d = 0; d <= 9; d++) {
+    const n = `${prefix}${d}${last4}`;
+    if (luhnValid(n)) return n;
+  }
+  throw new Error("unreachable: one digit always completes the checksum");
+}
+
+export function luhnValid(n: string): boolean {
+  let sum = 0;
+  for (let i = 0; i < n.length; i++) {
+    let d = Number(n[n.length - 1 - i]);
+    if (i % 2 === 1) d = d * 2 > 9 ? d * 2 - 9 : d * 2;
+    sum += d;
+  }
+  return /^\d{12,19}$/.test(n) && sum % 10 === 0;
 }
 
 function meta(params: Record<string, string>): Record<string, string> {

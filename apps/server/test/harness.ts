@@ -18,7 +18,7 @@ export interface Reply<T = any> {
 
 /** The cardholder details accounts get through newAccount when the server runs on Stripe. */
 export const TEST_CARDHOLDER = {
-  type: "company",
+  type: "company" as const,
   name: "Acme Robotics",
   email: "ops@acme.example",
   billing: { line1: "1 Main Street", city: "Springfield", state: "IL", postal_code: "62701", country: "US" },

@@ -27,7 +27,7 @@ export const CREATED_CARD_KEYS = [
 ];
 /** Spec 2.1 list item fields, plus remaining_cents (needed to observe USED, DESIGN 3.4). */
 export const LIST_CARD_KEYS = ["id", "status", "last_four", "expiration", "amount_cents", "remaining_cents", "agent_id", "purpose", "created_at", "expires_at", "spent_cents"];
-export const DETAIL_CARD_KEYS = [...LIST_CARD_KEYS, "closed_at", "processor_card_id", "ephemeral_key_secret"];
+export const DETAIL_CARD_KEYS = [...LIST_CARD_KEYS, "closed_at", "processor_card_id", "ephemeral_key_secret", "reveal"];
 /** Spec 2.2 plus reason and card_id (DESIGN 3.4). */
 export const APPROVAL_KEYS = ["id", "amount_cents", "agent_id", "purpose", "status", "reason", "card_id", "expires_at", "created_at"];
 export const BALANCE_KEYS = ["held_cents", "open_cards", "pending_approvals", "max_per_card_cents", "approval_required", "setup_complete", "uncollected_cents"];

@@ -6,7 +6,7 @@ import createClient, { type Middleware } from "openapi-fetch";
 import openapiTS, { astToString, COMMENT_HEADER } from "openapi-typescript";
 import { afterAll, beforeAll, describe, expect, expectTypeOf, it } from "vitest";
 import type { components, paths } from "./generated/openapi.js";
-import { ADMIN_TOKEN, dbKind, startServer, type TestServer } from "./harness.js";
+import { ADMIN_TOKEN, dbKind, startServer, TEST_CARDHOLDER, type TestServer } from "./harness.js";
 
 const GENERATED = join(dirname(fileURLToPath(import.meta.url)), "generated", "openapi.ts");
 const BANNER =
@@ -194,6 +194,8 @@ describe(`a client generated from /v1/openapi.json (${dbKind})`, () => {
     await admin.POST("/admin/v1/accounts/{id}/kyb", { params: { path: { id } }, body: { verified: true } });
     const pm = await admin.POST("/admin/v1/accounts/{id}/payment_method", { params: { path: { id } }, body: { payment_method: "pm_card_visa" } });
     expect(pm.data).toMatchObject({ id, kyb_verified: true, payment_method: "pm_card_visa" });
+    // Stripe issues cards to a cardholder: part of the set-up there.
+    if (s.onStripe) expect((await admin.POST("/admin/v1/accounts/{id}/cardholder", { params: { path: { id } }, body: TEST_CARDHOLDER })).response.status).toBe(200);
 
     const key = await admin.POST("/admin/v1/accounts/{id}/keys", { params: { path: { id } }, body: { mode: "test", role: "agent" } });
     expect(key.response.status).toBe(201);

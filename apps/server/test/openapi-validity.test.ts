@@ -96,14 +96,22 @@ describe(`OpenAPI document validity (${dbKind})`, () => {
     }
   });
 
-  it("declares the optional Idempotency-Key header on every POST of /v1", () => {
+  it("declares the optional Idempotency-Key header on every POST of /v1 (the read-only dry run aside)", () => {
     const param = (doc.components!.parameters as Record<string, any>).IdempotencyKey;
     expect(param).toMatchObject({ name: "Idempotency-Key", in: "header", required: false, schema: { type: "string", maxLength: 199 } });
     expect(param.description).toMatch(/Idempotent-Replayed/);
-    const posts = ops.filter((o) => o.method === "post" && o.path.startsWith("/v1/"));
+    const readOnly = ["/v1/policies/check"];
+    const posts = ops.filter((o) => o.method === "post" && o.path.startsWith("/v1/") && !readOnly.includes(o.path));
     expect(posts.length).toBeGreaterThan(10);
     for (const { path, op } of posts)
       expect(op.parameters, path).toContainEqual({ $ref: "#/components/parameters/IdempotencyKey" });
+    // POST /v1/policies/check writes nothing and ignores the header: no key, no stored answers, no 409/422.
+    for (const { path, op } of ops.filter((o) => o.method === "post" && readOnly.includes(o.path))) {
+      expect(op.parameters ?? [], path).not.toContainEqual({ $ref: "#/components/parameters/IdempotencyKey" });
+      expect(Object.keys(op.responses), path).not.toEqual(expect.arrayContaining(["409"]));
+      expect(Object.keys(op.responses), path).not.toEqual(expect.arrayContaining(["422"]));
+      expect(op.responses["200"].headers["Idempotent-Replayed"], path).toBeUndefined();
+    }
     // The operator API has no idempotency keys (they are scoped per API key).
     for (const { path, op } of ops.filter((o) => o.path.startsWith("/admin/")))
       expect(op.parameters ?? [], path).not.toContainEqual({ $ref: "#/components/parameters/IdempotencyKey" });

@@ -26,6 +26,7 @@ describe(`OpenAPI document and docs (${dbKind})`, () => {
     ["get", "/v1/balance"],
     ["get", "/v1/policies/default"],
     ["put", "/v1/policies/default"],
+    ["post", "/v1/policies/check"],
     ["get", "/v1/approvals"],
     ["post", "/v1/approvals/{id}/approve"],
     ["post", "/v1/approvals/{id}/reject"],

@@ -129,6 +129,7 @@ export const SUCCESS_EXAMPLES: Record<string, unknown> = {
     closed_at: null,
     processor_card_id: "ic_1QnZ4sLk8VwT2pRb6MdH0cXy",
     ephemeral_key_secret: "ek_test_YWNjdF8xUW5aNHNMazhWd1QycFJiXzZNZEgwY1h5",
+    reveal: { url: "https://api.stripe.com/v1/issuing/cards/ic_1QnZ4sLk8VwT2pRb6MdH0cXy", api_version: "2020-03-02" },
   },
   "post /v1/cards/{id}/close 200": { ok: true, status: "CLOSED" },
   "get /v1/balance 200": {
@@ -142,6 +143,11 @@ export const SUCCESS_EXAMPLES: Record<string, unknown> = {
   },
   "get /v1/policies/default 200": { approval_required: true, max_amount_cents: 50000 },
   "put /v1/policies/default 200": { approval_required: true, max_amount_cents: 50000 },
+  "post /v1/policies/check 200": {
+    decision: "approval_required",
+    reasons: [{ code: "approval_required", message: "The default policy requires a human's approval for new cards.", details: { source: "policy" } }],
+    effective_policy: { approval_required: true, max_amount_cents: 50000 },
+  },
   "get /v1/approvals 200": { data: [approval], has_more: false },
   "post /v1/approvals/{id}/approve 201": cardCreated,
   "post /v1/approvals/{id}/reject 200": { ok: true, status: "REJECTED" },
@@ -201,6 +207,7 @@ export const SUCCESS_EXAMPLES: Record<string, unknown> = {
 export const REQUEST_EXAMPLES: Record<string, unknown> = {
   "post /v1/cards": { amount_cents: 2500, agent_id: "shopping-agent", purpose: "Domain renewal" },
   "put /v1/policies/default": { approval_required: true, max_amount_cents: 50000 },
+  "post /v1/policies/check": { amount_cents: 2500, agent_id: "shopping-agent" },
   "post /v1/approvals/{id}/reject": { reason: "Not in this month's budget" },
   "post /v1/test_helpers/cards/{id}/purchase": { amount_cents: 1999, merchant: "Registrar Inc." },
   "post /v1/test_helpers/cards/{id}/authorizations": {

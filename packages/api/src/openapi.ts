@@ -1,6 +1,7 @@
 import { generateOpenApiDocument, type OpenAPIObject } from "trpc-to-openapi";
 import * as s from "@cardctl/contract";
 import { adminRouter } from "./router/admin.js";
+import { READ_ONLY_POSTS } from "./router/account.js";
 import { appRouter } from "./router/index.js";
 import { errorExample, ID_EXAMPLES, REQUEST_EXAMPLES, SUCCESS_EXAMPLES } from "./openapi-examples.js";
 
@@ -187,11 +188,14 @@ const OPERATION_ERRORS: Record<string, Record<string, ErrorCase[]>> = {
   },
 };
 
+/** POSTs that only read (dry runs): no Idempotency-Key, no stored answers, no processor. */
+const readOnly = (method: string, path: string) => method === "post" && (READ_ONLY_POSTS.rest as readonly string[]).includes(path);
+
 /** The error statuses an operation can answer. */
 function errorStatuses(method: string, path: string): string[] {
   const api = path.startsWith("/v1/");
-  const post = method === "post";
-  const body = post || method === "put";
+  const post = method === "post" && !readOnly(method, path);
+  const body = method === "post" || method === "put";
   const processor = post || path === "/v1/cards/{id}";
   // The two calls that place a hold on the saved payment method.
   const hold = post && (path === "/v1/cards" || path === "/v1/approvals/{id}/approve");
@@ -298,7 +302,8 @@ export function buildOpenApiDocument(baseUrl: string): OpenAPIObject {
       // operator's requests are not limited), and a POST's may be a stored answer.
       const success: Json = { "Request-Id": ref("headers", "Request-Id") };
       if (onApi) for (const h of ["RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset"]) success[h] = ref("headers", h);
-      if (onApi && method === "post") success["Idempotent-Replayed"] = ref("headers", "Idempotent-Replayed");
+      const idempotent = onApi && method === "post" && !readOnly(method, path);
+      if (idempotent) success["Idempotent-Replayed"] = ref("headers", "Idempotent-Replayed");
 
       const responses: Json = {};
       const ok = op.responses?.["200"];
@@ -317,7 +322,7 @@ export function buildOpenApiDocument(baseUrl: string): OpenAPIObject {
       }
       op.responses = responses;
 
-      if (method === "post" && onApi) op.parameters = [...(op.parameters ?? []), ref("parameters", "IdempotencyKey")];
+      if (idempotent) op.parameters = [...(op.parameters ?? []), ref("parameters", "IdempotencyKey")];
       for (const param of op.parameters ?? []) {
         const prefix = param.in === "path" ? path.match(/\/(\w+)\/\{id\}/)?.[1] : undefined;
         const id = prefix && ID_EXAMPLES[{ cards: "card_", approvals: "appr_", authorizations: "auth_", transactions: "txn_", accounts: "acct_", keys: "key_" }[prefix] ?? ""];

@@ -120,8 +120,17 @@ describe("views: internal state never leaks", () => {
     expect(Object.keys(cardListView(card)).sort()).toEqual(
       ["agent_id", "amount_cents", "created_at", "expiration", "expires_at", "id", "last_four", "purpose", "remaining_cents", "spent_cents", "status"],
     );
-    const detail = cardDetailView({ ...card, status: "CLOSED", closed_at: Date.UTC(2026, 0, 3) }, "ek_test_x");
-    expect(detail).toMatchObject({ status: "CLOSED", closed_at: "2026-01-03T00:00:00.000Z", processor_card_id: "ic_1", ephemeral_key_secret: "ek_test_x" });
+    const detail = cardDetailView({ ...card, status: "CLOSED", closed_at: Date.UTC(2026, 0, 3) }, "ek_test_x", {
+      url: "/simulated-processor/v1/issuing/cards/ic_1",
+      apiVersion: null,
+    });
+    expect(detail).toMatchObject({
+      status: "CLOSED",
+      closed_at: "2026-01-03T00:00:00.000Z",
+      processor_card_id: "ic_1",
+      ephemeral_key_secret: "ek_test_x",
+      reveal: { url: "/simulated-processor/v1/issuing/cards/ic_1", api_version: null },
+    });
     for (const hidden of ["hold_id", "hold_status", "creation_key", "used_key", "account_id", "mode", "seq"]) expect(detail).not.toHaveProperty(hidden);
   });
 

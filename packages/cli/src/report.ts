@@ -107,7 +107,8 @@ export function reportError(err: unknown, out: Output, ctx: ReportContext = {}):
   return code;
 }
 
-function hints(code: string, d: Record<string, unknown>, status?: number): string[] {
+/** What to do next about an error code (also used for the reasons of `policy check`). */
+export function hints(code: string, d: Record<string, unknown>, status?: number): string[] {
   switch (code) {
     case "setup_required": {
       const missing = Array.isArray(d.missing) ? (d.missing as string[]) : [];

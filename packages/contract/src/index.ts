@@ -96,6 +96,16 @@ export const cardDetail = cardListItem.extend({
   closed_at: timestamp.nullable(),
   processor_card_id: z.string(),
   ephemeral_key_secret: z.string().describe("Short-lived secret for the processor's client-side reveal of PAN and CVV"),
+  reveal: z
+    .object({
+      url: z
+        .string()
+        .describe("The processor's card endpoint: an absolute URL (Stripe), or a path on this service (the simulated processor, /simulated-processor/v1/issuing/cards/…)"),
+      api_version: z.string().nullable().describe("Stripe-Version header to send with the ephemeral key (2020-03-02 on Stripe); null when none is needed"),
+    })
+    .describe(
+      "Where the client reads number and CVC itself: GET url?expand[]=number&expand[]=cvc with Authorization: Bearer <ephemeral_key_secret> (and Stripe-Version: api_version when set). The number never passes through this API.",
+    ),
 });
 
 export const closeCardOutput = z.object({ ok: z.literal(true), status: z.literal("CLOSED") });
@@ -114,6 +124,41 @@ export const policy = z.object({ approval_required: z.boolean(), max_amount_cent
 export const updatePolicyInput = z.strictObject({
   approval_required: flag.optional(),
   max_amount_cents: cents.optional(),
+});
+
+/** POST /v1/policies/check: the fields of a card request that the decision depends on. */
+export const policyCheckInput = createCardInput.pick({ amount_cents: true, agent_id: true, policy_override: true });
+
+export const policyCheckDecision = z.enum(["issue", "approval_required", "denied"]);
+
+/** One finding of a policy check; `details` are those of the matching 403 of POST /v1/cards. */
+export const policyCheckReason = z.discriminatedUnion("code", [
+  z.object({
+    code: z.literal("setup_required"),
+    message: z.string(),
+    details: z.object({
+      missing: z.array(z.enum(["kyb", "payment_method", "cardholder"])),
+      setup_url: z.string().describe("Where the owner finishes set-up"),
+    }),
+  }),
+  z.object({
+    code: z.literal("amount_over_max"),
+    message: z.string(),
+    details: z.object({ max_amount_cents: z.number().int(), requested: z.number().int() }),
+  }),
+  z.object({
+    code: z.literal("approval_required"),
+    message: z.string(),
+    details: z.object({
+      source: z.enum(["policy", "policy_override"]).describe("The default policy requires approval, or the request's override asks for it"),
+    }),
+  }),
+]);
+
+export const policyCheck = z.object({
+  decision: policyCheckDecision.describe("What POST /v1/cards with this request would do now: 201 issue, 202 approval_required, 403 denied"),
+  reasons: z.array(policyCheckReason).describe("Every check that applies, in the order of checks: setup_required, amount_over_max, approval_required"),
+  effective_policy: policy,
 });
 
 export const listApprovalsInput = z.object({ status: approvalStatus.default("PENDING"), ...page });

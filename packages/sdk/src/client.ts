@@ -20,9 +20,12 @@ import type {
   ListByCardParams,
   ListResponse,
   Policy,
+  PolicyCheckParams,
+  PolicyCheckResult,
   PolicyUpdateParams,
   PurchaseParams,
   PurchaseResult,
+  RevealedCard,
   TestAuthorizeParams,
   TestCaptureParams,
   TestRefundParams,
@@ -122,6 +125,31 @@ export class Cards {
   }
 
   /**
+   * Reveals the card's number and CVC, straight from the card processor: gets the card with a
+   * fresh ephemeral key (`GET /v1/cards/{id}`), then reads the card from the processor with that
+   * key (`card.reveal.url`: Stripe's issuing card API as Issuing Elements calls it, or the simulated
+   * processor's endpoint on the server) with `expand[]=number&expand[]=cvc`. The number never passes
+   * through the cardctl API. Treat the result as a secret.
+   * @throws {NotFoundError} no such card for this key.
+   * @throws {AuthenticationError} the processor refused the ephemeral key (expired, another card's).
+   * @throws {CardctlError} `reveal_mismatch`: the processor's answer does not match the card.
+   */
+  async reveal(id: string, options?: RequestOptions): Promise<RevealedCard> {
+    const card = await this.get(id, {}, options);
+    const headers: Record<string, string> = { authorization: `Bearer ${card.ephemeral_key_secret}` };
+    if (card.reveal.api_version) headers["stripe-version"] = card.reveal.api_version;
+    const sep = card.reveal.url.includes("?") ? "&" : "?";
+    const raw = (await this.http.getFromProcessor(`${card.reveal.url}${sep}expand[]=number&expand[]=cvc`, headers, options)) as Record<string, unknown> | null;
+    const number = typeof raw?.number === "string" ? raw.number : "";
+    const cvc = typeof raw?.cvc === "string" ? raw.cvc : "";
+    const exp_month = Number(raw?.exp_month);
+    const exp_year = Number(raw?.exp_year);
+    if (!/^\d{12,19}$/.test(number) || !/^\d{3,4}$/.test(cvc) || !Number.isInteger(exp_month) || !Number.isInteger(exp_year) || number.slice(-4) !== card.last_four)
+      throw new CardctlError({ code: "reveal_mismatch", message: `The processor's answer for card ${card.id} is not its number and CVC (expected last four ${card.last_four}).` });
+    return { number, cvc, exp_month, exp_year, last_four: number.slice(-4) };
+  }
+
+  /**
    * Closes a card (`POST /v1/cards/{id}/close`): revokes it at the processor and releases its hold
    * if still open. Idempotent: closing a closed card succeeds.
    * @throws {NotFoundError} no such card for this key.
@@ -180,6 +208,17 @@ export class Policies {
    */
   updateDefault(params: PolicyUpdateParams, options?: RequestOptions): Promise<Policy> {
     return this.http.request({ method: "PUT", path: "/policies/default", body: params, options });
+  }
+
+  /**
+   * Dry run of `cards.create` (`POST /v1/policies/check`): resolves to what creating a card with
+   * this request would do now, `decision` `"issue"`, `"approval_required"` or `"denied"`, with the
+   * `reasons` (`setup_required`, `amount_over_max`, `approval_required`, each with its `details`)
+   * and the `effective_policy`. Makes no card, approval or hold; a denial is a result, not an error.
+   * @throws {ValidationError} invalid input, as for `cards.create`.
+   */
+  check(params: PolicyCheckParams, options?: RequestOptions): Promise<PolicyCheckResult> {
+    return this.http.request({ method: "POST", path: "/policies/check", body: params, options });
   }
 }
 

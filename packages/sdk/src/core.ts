@@ -213,6 +213,53 @@ export class HttpClient {
       await sleepUntil(Date.now() + delay, signal);
     }
   }
+
+  /**
+   * One GET to a card processor's own API (not this service's): `url` is absolute, or a path on
+   * this service (the simulated processor). Authorised by `headers` only (an ephemeral key), never
+   * by the API key. One attempt, with the client's time limit; a non-2xx answer (Stripe's error
+   * shape, `{error: {type, code?, message}}`) throws the matching {@link CardctlError}.
+   * @internal
+   */
+  async getFromProcessor(url: string, headers: Record<string, string>, options: RequestOptions = {}): Promise<unknown> {
+    const target = /^https?:\/\//i.test(url) ? url : `${this.baseUrl}${url.startsWith("/") ? "" : "/"}${url}`;
+    const signal = options.signal;
+    if (signal?.aborted) throw abortError(signal);
+    const timeoutMs = options.timeoutMs ?? this.timeoutMs;
+    const controller = new AbortController();
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      controller.abort();
+    }, timeoutMs);
+    const onAbort = () => controller.abort();
+    signal?.addEventListener("abort", onAbort, { once: true });
+    const where = target.split("?")[0];
+    let res: Response;
+    let text: string;
+    try {
+      res = await this.#fetch(target, { method: "GET", headers: { accept: "application/json", ...headers }, signal: controller.signal });
+      text = await res.text();
+    } catch (err) {
+      if (signal?.aborted) throw abortError(signal);
+      if (timedOut) throw new TimeoutError({ code: "timeout", message: `GET ${where} timed out after ${timeoutMs} ms.`, cause: err });
+      throw new APIConnectionError({ code: "connection_error", message: `Could not reach the card processor (GET ${where}): ${describe(err)}`, cause: err });
+    } finally {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", onAbort);
+    }
+    let body: unknown = undefined;
+    try {
+      body = text ? JSON.parse(text) : undefined;
+    } catch {
+      body = text;
+    }
+    if (res.ok) return body;
+    const e = (body as { error?: { type?: unknown; code?: unknown; message?: unknown } } | null)?.error;
+    const code = typeof e?.code === "string" ? e.code : typeof e?.type === "string" ? e.type : undefined;
+    const message = typeof e?.message === "string" ? `The card processor refused the reveal: ${e.message}` : undefined;
+    throw errorFromResponse(res.status, { error: { code, message } }, res.headers);
+  }
 }
 
 function describe(err: unknown): string {

@@ -21,6 +21,8 @@ export type CardRetrieveParams = Omit<CardRetrieveInput, "id">;
 export type CardCloseInput = z.input<typeof s.cardIdInput>;
 /** Body of `PUT /v1/policies/default` (both members optional). */
 export type PolicyUpdateParams = z.input<typeof s.updatePolicyInput>;
+/** Body of `POST /v1/policies/check` (dry run): `amount_cents`, and optionally `agent_id` and `policy_override`, as for a card. */
+export type PolicyCheckParams = z.input<typeof s.policyCheckInput>;
 /** Query of `GET /v1/approvals` (`status` defaults to PENDING). */
 export type ApprovalListParams = z.input<typeof s.listApprovalsInput>;
 /** Input of `POST /v1/approvals/{id}/approve`. */
@@ -55,12 +57,32 @@ export type CardCreateResult = z.output<typeof s.createCardOutput>;
 export type Card = z.output<typeof s.cardListItem>;
 /** `GET /v1/cards/{id}`: the card with an ephemeral key secret to reveal PAN/CVV client-side. */
 export type CardDetail = z.output<typeof s.cardDetail>;
+/**
+ * Result of `cards.reveal`: the card's number and CVC as the processor returned them to this
+ * client (never through the cardctl API). Treat as a secret: do not log or store it.
+ */
+export interface RevealedCard {
+  number: string;
+  cvc: string;
+  exp_month: number;
+  exp_year: number;
+  last_four: string;
+}
 /** Response of `POST /v1/cards/{id}/close`. */
 export type CardCloseResult = z.output<typeof s.closeCardOutput>;
 /** `GET /v1/balance`. */
 export type Balance = z.output<typeof s.balance>;
 /** The default policy. */
 export type Policy = z.output<typeof s.policy>;
+/**
+ * `POST /v1/policies/check`: what `POST /v1/cards` with the same request would do now
+ * (`issue`, `approval_required` or `denied`), why, and the effective policy.
+ */
+export type PolicyCheckResult = z.output<typeof s.policyCheck>;
+/** A policy check's decision: `issue` (201), `approval_required` (202) or `denied` (403). */
+export type PolicyCheckDecision = z.output<typeof s.policyCheckDecision>;
+/** One reason of a policy check; discriminate on `code` (`setup_required`, `amount_over_max`, `approval_required`) for its `details`. */
+export type PolicyCheckReason = z.output<typeof s.policyCheckReason>;
 /** An approval request. */
 export type Approval = z.output<typeof s.approval>;
 /** Response of `POST /v1/approvals/{id}/reject`. */

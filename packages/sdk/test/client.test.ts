@@ -50,6 +50,40 @@ describe("Cardctl against the real server", () => {
     expect((await c.balance.retrieve()).max_per_card_cents).toBe(3000);
   });
 
+  it("policies.check: the dry run agrees with cards.create, writes nothing, and denial is a result", async () => {
+    const c = await fresh();
+    expect(await c.policies.check({ amount_cents: 1500, agent_id: "agent-1" })).toEqual({
+      decision: "issue",
+      reasons: [],
+      effective_policy: { approval_required: false, max_amount_cents: 50000 },
+    });
+    const asked = await c.policies.check({ amount_cents: 1500, policy_override: { approval_required: true } });
+    expect(asked.decision).toBe("approval_required");
+    expect(asked.reasons).toEqual([expect.objectContaining({ code: "approval_required", details: { source: "policy_override" } })]);
+    await c.policies.updateDefault({ max_amount_cents: 1000 });
+    const denied = await c.policies.check({ amount_cents: 5000 }, { idempotencyKey: "same-key" });
+    expect(denied).toMatchObject({ decision: "denied", effective_policy: { approval_required: false, max_amount_cents: 1000 } });
+    const [reason] = denied.reasons;
+    if (reason?.code !== "amount_over_max") throw new Error(`expected amount_over_max, got ${JSON.stringify(reason)}`);
+    expect(reason.details).toEqual({ max_amount_cents: 1000, requested: 5000 });
+    // The same Idempotency-Key (the SDK sends one on every POST) answers afresh, not from a store.
+    await c.policies.updateDefault({ max_amount_cents: 6000 });
+    expect((await c.policies.check({ amount_cents: 5000 }, { idempotencyKey: "same-key" })).decision).toBe("issue");
+    await c.policies.updateDefault({ max_amount_cents: 1000 });
+    // Nothing was made by the checks; creation then does what the check said.
+    expect(await c.balance.retrieve()).toMatchObject({ held_cents: 0, open_cards: 0, pending_approvals: 0 });
+    await expect(c.cards.create({ amount_cents: 5000 })).rejects.toBeInstanceOf(PolicyViolationError);
+
+    const unset = await fresh({ kyb: false });
+    const setup = await unset.policies.check({ amount_cents: 100 });
+    expect(setup.decision).toBe("denied");
+    expect(setup.reasons).toEqual([expect.objectContaining({ code: "setup_required", details: { missing: ["kyb"], setup_url: expect.stringMatching(/\/setup$/) } })]);
+
+    const agent = await fresh({}, "agent");
+    expect((await agent.policies.check({ amount_cents: 100 })).decision).toBe("issue");
+    await expect(c.policies.check({ amount_cents: 0 })).rejects.toBeInstanceOf(ValidationError);
+  });
+
   it("cards.create (201), get with the ephemeral key, close (idempotent), and the balance follows", async () => {
     const c = await fresh();
     const created = await c.cards.create({ amount_cents: 1234, agent_id: "agent-1", purpose: "API credits" });

@@ -32,6 +32,7 @@ export type InputChecks = [
   Assert<Equals<T.CardRetrieveInput, In["cards"]["get"]>>,
   Assert<Equals<T.CardCloseInput, In["cards"]["close"]>>,
   Assert<Equals<T.PolicyUpdateParams, In["policies"]["updateDefault"]>>,
+  Assert<Equals<T.PolicyCheckParams, In["policies"]["check"]>>,
   Assert<Equals<T.ApprovalListParams, In["approvals"]["list"]>>,
   Assert<Equals<T.ApprovalApproveInput, In["approvals"]["approve"]>>,
   Assert<Equals<T.ApprovalRejectInput, In["approvals"]["reject"]>>,
@@ -62,6 +63,9 @@ export type OutputChecks = [
   Assert<Equals<T.Balance, Out["balance"]["retrieve"]>>,
   Assert<Equals<T.Policy, Out["policies"]["retrieveDefault"]>>,
   Assert<Equals<T.Policy, Out["policies"]["updateDefault"]>>,
+  Assert<Equals<T.PolicyCheckResult, Out["policies"]["check"]>>,
+  Assert<Equals<T.PolicyCheckDecision, Out["policies"]["check"]["decision"]>>,
+  Assert<Equals<T.PolicyCheckReason, Out["policies"]["check"]["reasons"][number]>>,
   Assert<Equals<T.ListResponse<T.Approval>, Out["approvals"]["list"]>>,
   Assert<Equals<T.CardCreated, Out["approvals"]["approve"]>>,
   Assert<Equals<T.ApprovalRejectResult, Out["approvals"]["reject"]>>,
@@ -88,6 +92,8 @@ export type MethodChecks = [
   Assert<Equals<Ret<C["policies"]["retrieveDefault"]>, Promise<Out["policies"]["retrieveDefault"]>>>,
   Assert<Equals<Args<C["policies"]["updateDefault"]>, [params: In["policies"]["updateDefault"], options?: RequestOptions]>>,
   Assert<Equals<Ret<C["policies"]["updateDefault"]>, Promise<Out["policies"]["updateDefault"]>>>,
+  Assert<Equals<Args<C["policies"]["check"]>, [params: In["policies"]["check"], options?: RequestOptions]>>,
+  Assert<Equals<Ret<C["policies"]["check"]>, Promise<Out["policies"]["check"]>>>,
   Assert<Equals<Ret<C["approvals"]["list"]>, PagePromise<Out["approvals"]["list"]["data"][number]>>>,
   Assert<Equals<Ret<C["approvals"]["approve"]>, Promise<Out["approvals"]["approve"]>>>,
   Assert<Equals<Ret<C["approvals"]["reject"]>, Promise<Out["approvals"]["reject"]>>>,
@@ -108,3 +114,21 @@ if (created.status === "PENDING_APPROVAL") {
   const cardId: string = created.id;
   void cardId;
 }
+
+// ---- a policy check's reasons discriminate on `code` ----
+declare const reason: T.PolicyCheckReason;
+if (reason.code === "amount_over_max") {
+  const max: number = reason.details.max_amount_cents;
+  void max;
+  // @ts-expect-error only setup_required names what is missing
+  void reason.details.missing;
+} else if (reason.code === "setup_required") {
+  const missing: ("kyb" | "payment_method" | "cardholder")[] = reason.details.missing;
+  void missing;
+} else {
+  const source: "policy" | "policy_override" = reason.details.source;
+  void source;
+}
+// @ts-expect-error the decision is one of three
+const wrong: T.PolicyCheckDecision = "approved";
+void wrong;

@@ -130,7 +130,7 @@ export function registerErrorShaping(app: FastifyInstance) {
 
   app.addHook("onSend", async (req, reply, payload) => {
     // A replayed stored error is sent as stored: its body keeps the first request's request_id.
-    if (reply.statusCode < 400 || typeof payload !== "string" || reply.hasHeader("idempotent-replayed")) return payload;
+    if (reply.statusCode < 400 || typeof payload !== "string" || reply.hasHeader("idempotent-replayed") || req.processorErrorShape) return payload;
     return JSON.stringify(req.errorEnvelope ?? normalize(req, payload));
   });
 }

@@ -1,4 +1,4 @@
-import { AppError, sha256, type Services } from "@cardctl/api";
+import { AppError, READ_ONLY_POSTS, sha256, type Services } from "@cardctl/api";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { isApiPath } from "./auth.js";
 import { sendError } from "./errors.js";
@@ -21,6 +21,10 @@ const canonical = (value: unknown): string =>
           .join(",")}}`
       : JSON.stringify(value ?? null);
 
+/** POSTs that only read (POST /v1/policies/check): the key is ignored, each call answers afresh and nothing is stored. */
+const READ_ONLY = new Set<string>([...READ_ONLY_POSTS.rest, ...READ_ONLY_POSTS.trpc.map((p) => `/trpc/${p}`)]);
+const isReadOnly = (url: string) => READ_ONLY.has(url.split("?")[0]!);
+
 const requestHash = (req: FastifyRequest) => sha256(`${req.method} ${req.url.split("?")[0]}\n${canonical(req.body)}`);
 
 /**
@@ -36,12 +40,12 @@ const afterAnswer = (status: number, payload: string): "forget" | "unlock" | "st
 /**
  * Idempotency for every POST on both transports (DESIGN 3.4): after auth and rate limiting,
  * before the procedure. The first request with a key runs; a repeat gets its stored status and
- * body with `Idempotent-Replayed: true`.
+ * body with `Idempotent-Replayed: true`. Read-only POSTs (dry runs) ignore the key.
  */
 export function registerIdempotency(app: FastifyInstance, services: Services) {
   app.addHook("preHandler", async (req, reply) => {
     const header = req.headers["idempotency-key"];
-    if (req.method !== "POST" || header === undefined || !req.principal || !isApiPath(req.url)) return;
+    if (req.method !== "POST" || header === undefined || !req.principal || !isApiPath(req.url) || isReadOnly(req.url)) return;
     const key = Array.isArray(header) ? header[0]! : header;
     if (key.length < 1 || key.length >= 200)
       return sendError(

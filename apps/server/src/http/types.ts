@@ -9,5 +9,7 @@ declare module "fastify" {
     isAdmin?: boolean;
     /** The error body a procedure produced, sent as is on either transport. */
     errorEnvelope?: ErrorEnvelope;
+    /** A processor's endpoint (the simulated processor's client API): its errors keep the processor's own shape. */
+    processorErrorShape?: boolean;
   }
 }

@@ -97,6 +97,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/policies/check": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Dry run of a card request: would POST /v1/cards issue, ask for approval, or refuse?
+         * @description Runs the decision of POST /v1/cards (set-up, policy maximum, approval) on this request and reports it; makes no card, approval or hold and writes nothing. Read-only: Idempotency-Key is ignored, every call answers afresh.
+         */
+        post: operations["policies-check"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/approvals": {
         parameters: {
             query?: never;
@@ -640,6 +660,13 @@ export interface components {
             processor_card_id: string;
             /** @description Short-lived secret for the processor's client-side reveal of PAN and CVV */
             ephemeral_key_secret: string;
+            /** @description Where the client reads number and CVC itself: GET url?expand[]=number&expand[]=cvc with Authorization: Bearer <ephemeral_key_secret> (and Stripe-Version: api_version when set). The number never passes through this API. */
+            reveal: {
+                /** @description The processor's card endpoint: an absolute URL (Stripe), or a path on this service (the simulated processor, /simulated-processor/v1/issuing/cards/…) */
+                url: string;
+                /** @description Stripe-Version header to send with the ephemeral key (2020-03-02 on Stripe); null when none is needed */
+                api_version: string | null;
+            };
         };
         Approval: {
             id: string;
@@ -1242,7 +1269,11 @@ export interface operations {
                      *       "spent_cents": 0,
                      *       "closed_at": null,
                      *       "processor_card_id": "ic_1QnZ4sLk8VwT2pRb6MdH0cXy",
-                     *       "ephemeral_key_secret": "ek_test_YWNjdF8xUW5aNHNMazhWd1QycFJiXzZNZEgwY1h5"
+                     *       "ephemeral_key_secret": "ek_test_YWNjdF8xUW5aNHNMazhWd1QycFJiXzZNZEgwY1h5",
+                     *       "reveal": {
+                     *         "url": "https://api.stripe.com/v1/issuing/cards/ic_1QnZ4sLk8VwT2pRb6MdH0cXy",
+                     *         "api_version": "2020-03-02"
+                     *       }
                      *     }
                      */
                     "application/json": components["schemas"]["CardDetail"];
@@ -1446,6 +1477,113 @@ export interface operations {
                      *     }
                      */
                     "application/json": components["schemas"]["Policy"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    "policies-check": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "amount_cents": 2500,
+                 *       "agent_id": "shopping-agent"
+                 *     }
+                 */
+                "application/json": {
+                    /** @description Spending limit in cents, 1..50000 */
+                    amount_cents: number;
+                    /** @description Identifier of the calling agent */
+                    agent_id?: string;
+                    /** @description Can only tighten the default policy */
+                    policy_override?: {
+                        approval_required?: boolean;
+                        max_amount_cents?: number;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Successful response */
+            200: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "decision": "approval_required",
+                     *       "reasons": [
+                     *         {
+                     *           "code": "approval_required",
+                     *           "message": "The default policy requires a human's approval for new cards.",
+                     *           "details": {
+                     *             "source": "policy"
+                     *           }
+                     *         }
+                     *       ],
+                     *       "effective_policy": {
+                     *         "approval_required": true,
+                     *         "max_amount_cents": 50000
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        /**
+                         * @description What POST /v1/cards with this request would do now: 201 issue, 202 approval_required, 403 denied
+                         * @enum {string}
+                         */
+                        decision: "issue" | "approval_required" | "denied";
+                        /** @description Every check that applies, in the order of checks: setup_required, amount_over_max, approval_required */
+                        reasons: ({
+                            /** @constant */
+                            code: "setup_required";
+                            message: string;
+                            details: {
+                                missing: ("kyb" | "payment_method" | "cardholder")[];
+                                /** @description Where the owner finishes set-up */
+                                setup_url: string;
+                            };
+                        } | {
+                            /** @constant */
+                            code: "amount_over_max";
+                            message: string;
+                            details: {
+                                max_amount_cents: number;
+                                requested: number;
+                            };
+                        } | {
+                            /** @constant */
+                            code: "approval_required";
+                            message: string;
+                            details: {
+                                /**
+                                 * @description The default policy requires approval, or the request's override asks for it
+                                 * @enum {string}
+                                 */
+                                source: "policy" | "policy_override";
+                            };
+                        })[];
+                        effective_policy: components["schemas"]["Policy"];
+                    };
                 };
             };
             400: components["responses"]["BadRequest"];

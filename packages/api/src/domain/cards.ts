@@ -8,10 +8,11 @@ import type { Deps, Principal } from "./deps.js";
 import { AppError, notFound } from "./errors.js";
 import { processorAccount, type CardIssuer } from "./issuance.js";
 import { pageOf, type Page, type PageQuery } from "./paging.js";
-import { effectivePolicy, type PolicyOverride } from "./policy.js";
+import type { RevealEndpoint } from "../processor/types.js";
+import type { PolicyOverride } from "./policy.js";
 import type { PolicyService } from "./policies.js";
 import { callProcessor, toApiError } from "./processor-call.js";
-import { assertPolicy, assertSetup } from "./rules.js";
+import { decideIssuance, type IssuanceDecision, type IssuanceRequest } from "./rules.js";
 import type { Processor, ProcessorAccount } from "../processor/types.js";
 import type { PublicCardStatus } from "./views.js";
 import { fastRepository, queryRows } from "../db/fast.js";
@@ -63,13 +64,10 @@ export class CardService {
 
   /** Order of checks (DESIGN 3.4): setup → policy maximum → approval → hold and mint. */
   async create(p: Principal, input: CreateCardInput, creationKey?: string): Promise<CreateCardResult> {
-    // Both reads at once (one round trip on MySQL); the checks keep their order.
-    const [account, base] = await Promise.all([this.accounts.get(p.accountId), this.policies.read(p)]);
-    assertSetup(account, this.deps.config.publicUrl, this.accounts.setupNeeds(p.mode));
-    const policy = effectivePolicy(base, input.policy_override);
-    assertPolicy(policy, input.amount_cents);
+    const { account, decision } = await this.decide(p, input);
+    if (decision.error) throw decision.error;
     const fields = { amountCents: input.amount_cents, agentId: input.agent_id ?? null, purpose: input.purpose ?? null };
-    if (policy.approval_required) {
+    if (decision.decision === "approval_required") {
       const approval = await this.approvals.request(p, {
         ...fields,
         overrideMax: input.policy_override?.max_amount_cents ?? null,
@@ -78,6 +76,22 @@ export class CardService {
       return { kind: "pending", approval };
     }
     return { kind: "card", card: await this.issuer.issue(p, account, { ...fields, creationKey: creationKey ?? null }) };
+  }
+
+  /**
+   * The dry run of `create` (POST /v1/policies/check): the same decision, from the same reads,
+   * acted on by nothing: no card, approval or hold, and nothing written.
+   */
+  async check(p: Principal, input: IssuanceRequest): Promise<IssuanceDecision> {
+    return (await this.decide(p, input)).decision;
+  }
+
+  /** What `create` would do with this request now (rules.ts decideIssuance), and the account it read. */
+  private async decide(p: Principal, input: IssuanceRequest) {
+    // Both reads at once (one round trip on MySQL); the checks keep their order.
+    const [account, base] = await Promise.all([this.accounts.get(p.accountId), this.policies.read(p)]);
+    const state = { account, base, needs: this.accounts.setupNeeds(p.mode), publicUrl: this.deps.config.publicUrl };
+    return { account, decision: decideIssuance(state, input) };
   }
 
   async list(p: Principal, filters: { status?: PublicCardStatus; agent_id?: string }, page: PageQuery): Promise<Page<Card>> {
@@ -107,7 +121,7 @@ export class CardService {
   }
 
   /** The card and a fresh ephemeral key secret for the processor's client-side reveal. */
-  async reveal(p: Principal, id: string, nonce?: string): Promise<{ card: Card; ephemeralKeySecret: string }> {
+  async reveal(p: Principal, id: string, nonce?: string): Promise<{ card: Card; ephemeralKeySecret: string; revealEndpoint: RevealEndpoint }> {
     const card = await this.find(p, id);
     const processor = this.deps.processors(p.mode);
     const account = await this.accounts.get(p.accountId);
@@ -116,7 +130,7 @@ export class CardService {
     ).catch((err) => {
       throw toApiError(err);
     });
-    return { card, ephemeralKeySecret: key.secret };
+    return { card, ephemeralKeySecret: key.secret, revealEndpoint: processor.revealEndpoint(card.processor_card_id!) };
   }
 
   /**

@@ -1,4 +1,5 @@
 import type { Approval, Authorization, Card, Payment, Transaction } from "../db/entities.js";
+import type { RevealEndpoint } from "../processor/types.js";
 import { isoTime } from "./ids.js";
 
 /** The public status of a card; internal states never reach a response. */
@@ -31,11 +32,12 @@ export const cardListView = (c: Card) => ({
   spent_cents: c.spent_cents,
 });
 
-export const cardDetailView = (c: Card, ephemeralKeySecret: string) => ({
+export const cardDetailView = (c: Card, ephemeralKeySecret: string, revealEndpoint: RevealEndpoint) => ({
   ...cardListView(c),
   closed_at: c.closed_at === null ? null : isoTime(c.closed_at),
   processor_card_id: c.processor_card_id ?? "",
   ephemeral_key_secret: ephemeralKeySecret,
+  reveal: { url: revealEndpoint.url, api_version: revealEndpoint.apiVersion },
 });
 
 export const approvalView = (a: Approval) => ({

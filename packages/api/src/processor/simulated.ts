@@ -5,7 +5,7 @@ import { queryRows, runAtomically, runSql } from "../db/fast.js";
 import { newId, randomToken } from "../domain/ids.js";
 import { sha256 } from "../domain/secrets.js";
 import { withLuhnDigit } from "./luhn.js";
-import { formatExpiration, HoldUnavailableError, PaymentDeclinedError, ProcessorError, type MintedCard, type Processor, type ProcessorAccount } from "./types.js";
+import { formatExpiration, HoldUnavailableError, PaymentDeclinedError, ProcessorError, type MintedCard, type Processor, type ProcessorAccount, type RevealEndpoint } from "./types.js";
 
 export type SimStep = "hold" | "mint" | "revoke" | "capture" | "cancel" | "ephemeral_key" | "charge" | "refund";
 /**
@@ -13,6 +13,21 @@ export type SimStep = "hold" | "mint" | "revoke" | "capture" | "cancel" | "ephem
  * declined; lost: the next call does its work and its answer is lost (an error), once.
  */
 export type SimFault = "fail" | "hang" | "decline" | "lost";
+
+/** Path of the simulated processor's client endpoint for cards (served by apps/server, outside /v1). */
+export const SIMULATED_PROCESSOR_CARDS_PATH = "/simulated-processor/v1/issuing/cards";
+
+/** The simulated processor's card as its client endpoint answers it: Stripe's issuing card, number and CVC expanded. */
+export interface SimulatedIssuingCard {
+  id: string;
+  object: "issuing.card";
+  last4: string;
+  exp_month: number;
+  exp_year: number;
+  status: string;
+  number: string;
+  cvc: string;
+}
 
 const EPHEMERAL_KEY_TTL_MS = 15 * 60 * 1000;
 /** Payment methods ending in this are declined, like a processor's test cards. */
@@ -184,6 +199,32 @@ export class SimulatedProcessor implements Processor {
       expiresAt,
     ]);
     return { secret, expiresAt };
+  }
+
+  revealEndpoint(processorCardId: string): RevealEndpoint {
+    return { url: `${SIMULATED_PROCESSOR_CARDS_PATH}/${encodeURIComponent(processorCardId)}`, apiVersion: null };
+  }
+
+  /**
+   * The processor's client endpoint (GET /simulated-processor/v1/issuing/cards/:id): the card with
+   * its number and CVC, for an ephemeral key made for this very card and not expired; null otherwise.
+   */
+  async retrieveCardWithKey(secret: string, processorCardId: string): Promise<SimulatedIssuingCard | null> {
+    const [key] = await queryRows(this.ds, `SELECT card_id, expires_at FROM sim_ephemeral_keys WHERE secret_hash = ?`, [sha256(secret)]);
+    if (!key || key.card_id !== processorCardId || Number(key.expires_at) <= Date.now()) return null;
+    const [card] = await queryRows(this.ds, `SELECT id, number, cvc, exp_month, exp_year, status FROM sim_cards WHERE id = ?`, [processorCardId]);
+    if (!card) return null;
+    const number = String(card.number);
+    return {
+      id: String(card.id),
+      object: "issuing.card",
+      last4: number.slice(-4),
+      exp_month: Number(card.exp_month),
+      exp_year: Number(card.exp_year),
+      status: String(card.status),
+      number,
+      cvc: String(card.cvc),
+    };
   }
 
   /** What the processor's client-side library does with an ephemeral key: reveal PAN and CVC. */

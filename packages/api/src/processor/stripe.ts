@@ -6,7 +6,7 @@ import type { Mode } from "../db/entities.js";
 import type { CardholderDetails } from "../domain/accounts.js";
 import { randomToken } from "../domain/ids.js";
 import { sha256 } from "../domain/secrets.js";
-import { AccountSetupError, formatExpiration, HoldUnavailableError, PaymentDeclinedError, ProcessorError, type MintedCard, type Processor, type ProcessorAccount } from "./types.js";
+import { AccountSetupError, formatExpiration, HoldUnavailableError, PaymentDeclinedError, ProcessorError, type MintedCard, type Processor, type ProcessorAccount, type RevealEndpoint } from "./types.js";
 
 /**
  * Issuing Elements (Stripe.js) reads card details with an ephemeral key made under this API
@@ -585,5 +585,11 @@ export class StripeProcessor implements Processor {
     );
     if (!key.secret) throw new ProcessorError("Stripe returned an ephemeral key without a secret.", "ephemeral_key");
     return { secret: key.secret, expiresAt: key.expires * 1000 };
+  }
+
+  /** Stripe's own card retrieval, as Issuing Elements calls it with the ephemeral key (on STRIPE_API_BASE when set). */
+  revealEndpoint(processorCardId: string): RevealEndpoint {
+    const base = (this.opts.apiBase ?? "https://api.stripe.com").replace(/\/+$/, "");
+    return { url: `${base}/v1/issuing/cards/${encodeURIComponent(processorCardId)}`, apiVersion: EPHEMERAL_KEY_API_VERSION };
   }
 }

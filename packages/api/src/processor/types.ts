@@ -14,6 +14,12 @@ export interface MintedCard {
   expiration: string;
 }
 
+/** See Processor.revealEndpoint. */
+export interface RevealEndpoint {
+  url: string;
+  apiVersion: string | null;
+}
+
 /** A card's expiry as MintedCard has it: MM/YY. */
 export const formatExpiration = (month: number, year: number) => `${String(month).padStart(2, "0")}/${String(year % 100).padStart(2, "0")}`;
 
@@ -62,6 +68,13 @@ export interface Processor {
     processorCardId: string,
     nonce?: string,
   ): Promise<{ secret: string; expiresAt: number }>;
+  /**
+   * Where a client reads the card's number and CVC itself with an ephemeral key, as Stripe.js
+   * (Issuing Elements) does: `GET url?expand[]=number&expand[]=cvc` with `Authorization: Bearer
+   * <ephemeral key secret>` and, when set, `Stripe-Version: apiVersion`. An absolute URL (Stripe), or
+   * a path on this service (the simulated processor). The number never passes through the API.
+   */
+  revealEndpoint(processorCardId: string): RevealEndpoint;
   /** Test mode: makes the hold lapse as it would after about 7 days (default: cancel it). */
   expireHold?(holdId: string): Promise<void>;
   /**

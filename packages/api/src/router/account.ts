@@ -22,7 +22,29 @@ export const policiesRouter = router({
     .input(s.updatePolicyInput)
     .output(s.policy)
     .mutation(({ ctx, input }) => ctx.services.policies.update(ctx.principal, input)),
+
+  check: apiProcedure
+    .meta({
+      openapi: {
+        method: "POST",
+        path: "/policies/check",
+        tags: ["policies"],
+        summary: "Dry run of a card request: would POST /v1/cards issue, ask for approval, or refuse?",
+        description:
+          "Runs the decision of POST /v1/cards (set-up, policy maximum, approval) on this request and reports it; " +
+          "makes no card, approval or hold and writes nothing. Read-only: Idempotency-Key is ignored, every call answers afresh.",
+      },
+    })
+    .input(s.policyCheckInput)
+    .output(s.policyCheck)
+    .mutation(async ({ ctx, input }) => {
+      const { decision, reasons, effective_policy } = await ctx.services.cards.check(ctx.principal, input);
+      return { decision, reasons, effective_policy };
+    }),
 });
+
+/** POSTs that only read (dry runs): no Idempotency-Key handling, so a repeat answers afresh. */
+export const READ_ONLY_POSTS = { rest: ["/v1/policies/check"], trpc: ["policies.check"] } as const;
 
 export const approvalsRouter = router({
   list: apiProcedure

@@ -63,8 +63,8 @@ export const cardsRouter = router({
     .input(s.getCardInput)
     .output(s.cardDetail)
     .query(async ({ ctx, input }) => {
-      const { card, ephemeralKeySecret } = await ctx.services.cards.reveal(ctx.principal, input.id, input.nonce);
-      return cardDetailView(card, ephemeralKeySecret);
+      const { card, ephemeralKeySecret, revealEndpoint } = await ctx.services.cards.reveal(ctx.principal, input.id, input.nonce);
+      return cardDetailView(card, ephemeralKeySecret, revealEndpoint);
     }),
 
   close: apiProcedure

@@ -1,8 +1,9 @@
 import type { Command } from "commander";
 import { ctxOf, type Ctx } from "../context.js";
 import { UsageError } from "../errors.js";
-import { parseAmount } from "../money.js";
+import { formatMoney, parseAmount, parseCents } from "../money.js";
 import { relativeTime, truncate } from "../output.js";
+import { hints } from "../report.js";
 import { printCard } from "./cards.js";
 
 const APPROVAL_STATUSES = ["PENDING", "APPROVED", "REJECTED", "EXPIRED"];
@@ -78,6 +79,55 @@ export function registerAccount(program: Command): void {
       printPolicy(ctx, p);
     });
 
+  policy
+    .command("check")
+    .description("Dry run of `cards create`: would a card be issued, need approval, or be denied? (exit 0 issue/approval, 1 denied)")
+    .option("--amount <dollars>", "amount in dollars, e.g. 12.50")
+    .option("--amount-cents <cents>", "amount in cents, e.g. 1250")
+    .option("--agent <id>", "agent id, as on `cards create`")
+    .option("--require-approval", "ask for a human approval even if the default policy does not")
+    .option("--max <dollars>", "tighten the per-card maximum for this request, e.g. 20.00")
+    .addHelpText(
+      "after",
+      "\nNothing is created: no card, approval or hold. Exit code 0 when the card would be issued or would\n" +
+        "wait for approval, 1 when it would be denied (or on an API error), 2 on bad flags.\n\n" +
+        "Examples:\n  cardctl policy check --amount 12.50\n  cardctl policy check --amount 12.50 --agent shopper --require-approval --json",
+    )
+    .action(async (o: Record<string, any>, cmd: Command) => {
+      const ctx = ctxOf(cmd);
+      const { out } = ctx;
+      if (o.amount !== undefined && o.amountCents !== undefined) throw new UsageError("Give either --amount or --amount-cents, not both.");
+      if (o.amount === undefined && o.amountCents === undefined) throw new UsageError("Give the amount: --amount 12.50 or --amount-cents 1250.");
+      const amount_cents = o.amount !== undefined ? parseAmount(o.amount) : parseCents(o.amountCents);
+      if (o.amount !== undefined) ctx.dollarFlags.amount_cents = { flag: "--amount", input: o.amount };
+      if (o.max !== undefined) ctx.dollarFlags["policy_override.max_amount_cents"] = { flag: "--max", input: o.max };
+      const policy_override: Record<string, unknown> = {};
+      if (o.requireApproval) policy_override.approval_required = true;
+      if (o.max !== undefined) policy_override.max_amount_cents = parseAmount(o.max, "--max");
+      const params: Record<string, unknown> = { amount_cents };
+      if (o.agent !== undefined) params.agent_id = o.agent;
+      if (Object.keys(policy_override).length) params.policy_override = policy_override;
+
+      const res: any = await out.spin("Checking the policy", () => (ctx.client().policies.check as any)(params));
+      if (res.decision === "denied") process.exitCode = 1;
+      if (out.json) return out.printJson(res);
+      const amount = formatMoney(amount_cents);
+      if (res.decision === "issue") out.line(`${out.style("✓", "green")} A card for ${amount} would be issued now.`);
+      else if (res.decision === "approval_required") out.line(`${out.style("!", "yellow")} A card for ${amount} would wait for a human's approval.`);
+      else out.line(`${out.style("✗", "red")} A card for ${amount} would be denied.`);
+      out.kv([
+        ["Decision", out.style(res.decision, res.decision === "issue" ? "green" : res.decision === "denied" ? "red" : "yellow")],
+        ["Approval required", res.effective_policy.approval_required ? out.style("yes", "yellow") : "no"],
+        ["Max per card", out.money(res.effective_policy.max_amount_cents)],
+      ]);
+      if (res.reasons.length === 0) return;
+      out.line("Reasons:");
+      for (const r of res.reasons) {
+        out.line(`  - ${r.code}: ${reasonText(r)}`);
+        if (r.code === "setup_required") for (const h of hints(r.code, r.details)) out.line(`    ${h}`);
+      }
+    });
+
   const approvals = program.command("approvals").description("Review agents' card requests that need a human");
   approvals
     .command("list")
@@ -138,4 +188,20 @@ export function registerAccount(program: Command): void {
       else out.line(`${out.style("✗", "red")} Purchase of ${out.money(res.amount_cents)} declined: ${res.decline_reason ?? "unknown reason"}.`);
       printCard(ctx, res.card);
     });
+}
+
+/** A policy check's reason in words, amounts in dollars. */
+function reasonText(r: { code: string; message: string; details: Record<string, any> }): string {
+  switch (r.code) {
+    case "amount_over_max":
+      return `${formatMoney(r.details.requested)} is over the maximum of ${formatMoney(r.details.max_amount_cents)} per card.`;
+    case "approval_required":
+      return r.details.source === "policy_override"
+        ? "this request asks for a human's approval (--require-approval)."
+        : "the default policy requires a human's approval for new cards.";
+    case "setup_required":
+      return `account setup is incomplete (${(r.details.missing ?? []).join(", ")} missing).`;
+    default:
+      return r.message;
+  }
 }

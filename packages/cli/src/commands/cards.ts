@@ -1,5 +1,6 @@
 import type { ApprovalDecision, CardDetail } from "@cardctl/sdk";
 import type { Command } from "commander";
+import { closeSync, fchmodSync, openSync, writeSync } from "node:fs";
 import { ctxOf, type Ctx } from "../context.js";
 import { UsageError } from "../errors.js";
 import { parseAmount, parseCents } from "../money.js";
@@ -37,6 +38,21 @@ export function printPending(ctx: Ctx, p: { approval_id: string; expires_at: str
     ["Expires", `${relativeTime(p.expires_at)} ${out.style(`(${p.expires_at})`, "dim")}`],
   ]);
   out.hint(`Approve with: cardctl approvals approve ${p.approval_id}   (or watch with: cardctl approvals watch)`);
+}
+
+/** "•••• •••• •••• 4242": a 16-digit card's groups, all but the last four hidden. */
+export const maskNumber = (lastFour: string) => `•••• •••• •••• ${lastFour}`;
+const groupDigits = (n: string) => n.replace(/(\d{4})(?=\d)/g, "$1 ");
+
+/** Writes a secret to a file only its owner can read (0600), also when the file existed with a wider mode. */
+function writeSecretFile(path: string, content: string): void {
+  const fd = openSync(path, "w", 0o600);
+  try {
+    fchmodSync(fd, 0o600);
+    writeSync(fd, content);
+  } finally {
+    closeSync(fd);
+  }
 }
 
 function parseDuration(s: string): number {
@@ -185,6 +201,33 @@ export function registerCards(program: Command): void {
         "No transactions.",
         { shrink: ["Merchant"] },
       );
+    });
+
+  cards
+    .command("reveal")
+    .argument("<id>", "card id (card_…)")
+    .option("--show", "print the full number and CVC (masked otherwise)")
+    .option("--output-file <path>", "write the number, CVC and expiry as JSON to this file (mode 0600)")
+    .description("Reveal a card's number and CVC, read straight from the card processor with an ephemeral key")
+    .action(async (id: string, o: { show?: boolean; outputFile?: string }, cmd: Command) => {
+      const ctx = ctxOf(cmd);
+      const { out } = ctx;
+      const card = await out.spin("Revealing the card", () => ctx.client().cards.reveal(id));
+      const expiry = `${String(card.exp_month).padStart(2, "0")}/${card.exp_year}`;
+      if (o.outputFile) writeSecretFile(o.outputFile, JSON.stringify({ id, ...card }, null, 2) + "\n");
+      const saved = o.outputFile ? { output_file: o.outputFile } : {};
+      if (out.json)
+        return out.printJson(
+          o.show ? { id, ...card, ...saved } : { id, number: maskNumber(card.last_four), cvc: "•••", exp_month: card.exp_month, exp_year: card.exp_year, last_four: card.last_four, ...saved },
+        );
+      out.kv([
+        ["ID", id],
+        ["Number", o.show ? groupDigits(card.number) : maskNumber(card.last_four)],
+        ["CVC", o.show ? card.cvc : "•••"],
+        ["Expires", expiry],
+      ]);
+      if (o.outputFile) out.hint(`Written to ${o.outputFile} (mode 0600). Delete it when done.`);
+      if (!o.show) out.hint("Masked. Pass --show to print the number and CVC, or --output-file <path> to save them.");
     });
 
   cards
