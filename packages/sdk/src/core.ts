@@ -158,44 +158,20 @@ export class HttpClient {
       if (signal?.aborted) throw abortError(signal);
       const canRetry = attempt < maxRetries;
 
-      const controller = new AbortController();
-      let timedOut = false;
-      const timer = setTimeout(() => {
-        timedOut = true;
-        controller.abort();
-      }, timeoutMs);
-      const onAbort = () => controller.abort();
-      signal?.addEventListener("abort", onAbort, { once: true });
-
       let res: Response;
-      let text: string;
+      let body: unknown;
       try {
-        res = await this.#fetch(url, { method: spec.method, headers, body: payload, signal: controller.signal });
-        text = await res.text();
+        ({ res, body } = await fetchOnce(this.#fetch, url, { method: spec.method, headers, body: payload }, {
+          signal,
+          timeoutMs,
+          request: `${spec.method} ${spec.path}`,
+          where: this.baseUrl,
+        }));
       } catch (err) {
-        if (signal?.aborted) throw abortError(signal);
-        const e = timedOut
-          ? new TimeoutError({ code: "timeout", message: `${spec.method} ${spec.path} timed out after ${timeoutMs} ms.`, cause: err })
-          : new APIConnectionError({
-              code: "connection_error",
-              message: `Could not reach ${this.baseUrl} (${spec.method} ${spec.path}): ${describe(err)}`,
-              cause: err,
-            });
-        if (!canRetry) throw e;
+        // Unreachable or too slow: retried (TimeoutError is an APIConnectionError); an abort is not.
+        if (!canRetry || !(err instanceof APIConnectionError)) throw err;
         await sleepUntil(Date.now() + backoffMs(attempt), signal);
         continue;
-      } finally {
-        clearTimeout(timer);
-        signal?.removeEventListener("abort", onAbort);
-      }
-
-      let body: unknown = undefined;
-      if (text) {
-        try {
-          body = JSON.parse(text);
-        } catch {
-          body = text;
-        }
       }
       if (res.ok) return body as T;
 
@@ -225,41 +201,61 @@ export class HttpClient {
     const target = /^https?:\/\//i.test(url) ? url : `${this.baseUrl}${url.startsWith("/") ? "" : "/"}${url}`;
     const signal = options.signal;
     if (signal?.aborted) throw abortError(signal);
-    const timeoutMs = options.timeoutMs ?? this.timeoutMs;
-    const controller = new AbortController();
-    let timedOut = false;
-    const timer = setTimeout(() => {
-      timedOut = true;
-      controller.abort();
-    }, timeoutMs);
-    const onAbort = () => controller.abort();
-    signal?.addEventListener("abort", onAbort, { once: true });
-    const where = target.split("?")[0];
-    let res: Response;
-    let text: string;
-    try {
-      res = await this.#fetch(target, { method: "GET", headers: { accept: "application/json", ...headers }, signal: controller.signal });
-      text = await res.text();
-    } catch (err) {
-      if (signal?.aborted) throw abortError(signal);
-      if (timedOut) throw new TimeoutError({ code: "timeout", message: `GET ${where} timed out after ${timeoutMs} ms.`, cause: err });
-      throw new APIConnectionError({ code: "connection_error", message: `Could not reach the card processor (GET ${where}): ${describe(err)}`, cause: err });
-    } finally {
-      clearTimeout(timer);
-      signal?.removeEventListener("abort", onAbort);
-    }
-    let body: unknown = undefined;
-    try {
-      body = text ? JSON.parse(text) : undefined;
-    } catch {
-      body = text;
-    }
+    const { res, body } = await fetchOnce(this.#fetch, target, { method: "GET", headers: { accept: "application/json", ...headers } }, {
+      signal,
+      timeoutMs: options.timeoutMs ?? this.timeoutMs,
+      request: `GET ${target.split("?")[0]}`,
+      where: "the card processor",
+    });
     if (res.ok) return body;
     const e = (body as { error?: { type?: unknown; code?: unknown; message?: unknown } } | null)?.error;
     const code = typeof e?.code === "string" ? e.code : typeof e?.type === "string" ? e.type : undefined;
     const message = typeof e?.message === "string" ? `The card processor refused the reveal: ${e.message}` : undefined;
     throw errorFromResponse(res.status, { error: { code, message } }, res.headers);
   }
+}
+
+/**
+ * One fetch under the caller's signal and a time limit, its body parsed as JSON (else the text).
+ * Throws the caller's abort, a TimeoutError, or an APIConnectionError saying `where` could not be
+ * reached for `request` ("GET /v1/cards").
+ */
+async function fetchOnce(
+  doFetch: Fetch,
+  url: string,
+  init: Omit<RequestInit, "signal">,
+  o: { signal?: AbortSignal; timeoutMs: number; request: string; where: string },
+): Promise<{ res: Response; body: unknown }> {
+  const controller = new AbortController();
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    controller.abort();
+  }, o.timeoutMs);
+  const onAbort = () => controller.abort();
+  o.signal?.addEventListener("abort", onAbort, { once: true });
+  let res: Response;
+  let text: string;
+  try {
+    res = await doFetch(url, { ...init, signal: controller.signal });
+    text = await res.text();
+  } catch (err) {
+    if (o.signal?.aborted) throw abortError(o.signal);
+    if (timedOut) throw new TimeoutError({ code: "timeout", message: `${o.request} timed out after ${o.timeoutMs} ms.`, cause: err });
+    throw new APIConnectionError({ code: "connection_error", message: `Could not reach ${o.where} (${o.request}): ${describe(err)}`, cause: err });
+  } finally {
+    clearTimeout(timer);
+    o.signal?.removeEventListener("abort", onAbort);
+  }
+  let body: unknown = undefined;
+  if (text) {
+    try {
+      body = JSON.parse(text);
+    } catch {
+      body = text;
+    }
+  }
+  return { res, body };
 }
 
 function describe(err: unknown): string {

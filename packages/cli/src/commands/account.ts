@@ -1,10 +1,10 @@
 import type { Command } from "commander";
 import { ctxOf, type Ctx } from "../context.js";
 import { UsageError } from "../errors.js";
-import { formatMoney, parseAmount, parseCents } from "../money.js";
+import { formatMoney, parseAmount } from "../money.js";
 import { relativeTime, truncate } from "../output.js";
 import { hints } from "../report.js";
-import { printCard } from "./cards.js";
+import { cardRequestParams, printCard } from "./cards.js";
 
 const APPROVAL_STATUSES = ["PENDING", "APPROVED", "REJECTED", "EXPIRED"];
 
@@ -96,17 +96,8 @@ export function registerAccount(program: Command): void {
     .action(async (o: Record<string, any>, cmd: Command) => {
       const ctx = ctxOf(cmd);
       const { out } = ctx;
-      if (o.amount !== undefined && o.amountCents !== undefined) throw new UsageError("Give either --amount or --amount-cents, not both.");
-      if (o.amount === undefined && o.amountCents === undefined) throw new UsageError("Give the amount: --amount 12.50 or --amount-cents 1250.");
-      const amount_cents = o.amount !== undefined ? parseAmount(o.amount) : parseCents(o.amountCents);
-      if (o.amount !== undefined) ctx.dollarFlags.amount_cents = { flag: "--amount", input: o.amount };
-      if (o.max !== undefined) ctx.dollarFlags["policy_override.max_amount_cents"] = { flag: "--max", input: o.max };
-      const policy_override: Record<string, unknown> = {};
-      if (o.requireApproval) policy_override.approval_required = true;
-      if (o.max !== undefined) policy_override.max_amount_cents = parseAmount(o.max, "--max");
-      const params: Record<string, unknown> = { amount_cents };
-      if (o.agent !== undefined) params.agent_id = o.agent;
-      if (Object.keys(policy_override).length) params.policy_override = policy_override;
+      const params = cardRequestParams(ctx, o);
+      const amount_cents = params.amount_cents as number;
 
       const res: any = await out.spin("Checking the policy", () => (ctx.client().policies.check as any)(params));
       if (res.decision === "denied") process.exitCode = 1;

@@ -84,20 +84,9 @@ export function registerCards(program: Command): void {
     .action(async (o: Record<string, any>, cmd: Command) => {
       const ctx = ctxOf(cmd);
       const { out } = ctx;
-      if (o.amount !== undefined && o.amountCents !== undefined) throw new UsageError("Give either --amount or --amount-cents, not both.");
-      if (o.amount === undefined && o.amountCents === undefined) throw new UsageError("Give the amount: --amount 12.50 or --amount-cents 1250.");
-      const amount_cents = o.amount !== undefined ? parseAmount(o.amount) : parseCents(o.amountCents);
-      // The API's messages about these fields are shown in dollars, with the flag the user typed.
-      if (o.amount !== undefined) ctx.dollarFlags.amount_cents = { flag: "--amount", input: o.amount };
-      if (o.max !== undefined) ctx.dollarFlags["policy_override.max_amount_cents"] = { flag: "--max", input: o.max };
-      const policy_override: Record<string, unknown> = {};
-      if (o.requireApproval) policy_override.approval_required = true;
-      if (o.max !== undefined) policy_override.max_amount_cents = parseAmount(o.max, "--max");
+      const params = cardRequestParams(ctx, o);
       const timeoutMs = parseDuration(o.timeout);
-      const params: Record<string, unknown> = { amount_cents };
-      if (o.agent !== undefined) params.agent_id = o.agent;
       if (o.purpose !== undefined) params.purpose = o.purpose;
-      if (Object.keys(policy_override).length) params.policy_override = policy_override;
       const reqOpts = o.idempotencyKey ? { idempotencyKey: o.idempotencyKey } : undefined;
 
       const client = ctx.client();
@@ -284,4 +273,24 @@ export class DecisionError extends Error {
     this.code = `approval_${decision.toLowerCase()}`;
     this.details = { approval_id: approvalId, status: decision, reason: reason ?? null };
   }
+}
+
+/**
+ * The body of a card request from the flags both `cards create` and `policy check` take: the
+ * amount (--amount dollars or --amount-cents), --agent, --require-approval and --max.
+ */
+export function cardRequestParams(ctx: Ctx, o: Record<string, any>): Record<string, unknown> {
+  if (o.amount !== undefined && o.amountCents !== undefined) throw new UsageError("Give either --amount or --amount-cents, not both.");
+  if (o.amount === undefined && o.amountCents === undefined) throw new UsageError("Give the amount: --amount 12.50 or --amount-cents 1250.");
+  const amount_cents = o.amount !== undefined ? parseAmount(o.amount) : parseCents(o.amountCents);
+  // The API's messages about these fields are shown in dollars, with the flag the user typed.
+  if (o.amount !== undefined) ctx.dollarFlags.amount_cents = { flag: "--amount", input: o.amount };
+  if (o.max !== undefined) ctx.dollarFlags["policy_override.max_amount_cents"] = { flag: "--max", input: o.max };
+  const policy_override: Record<string, unknown> = {};
+  if (o.requireApproval) policy_override.approval_required = true;
+  if (o.max !== undefined) policy_override.max_amount_cents = parseAmount(o.max, "--max");
+  const params: Record<string, unknown> = { amount_cents };
+  if (o.agent !== undefined) params.agent_id = o.agent;
+  if (Object.keys(policy_override).length) params.policy_override = policy_override;
+  return params;
 }
