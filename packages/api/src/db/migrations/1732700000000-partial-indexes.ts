@@ -1,7 +1,7 @@
 import type { MigrationInterface, QueryRunner } from "typeorm";
 
 /** SQLite only: the indexes that most cards have nothing to put in, with the rows they need. */
-const PARTIAL: [name: string, unique: boolean, columns: string, where: string][] = [
+export const PARTIAL_CARD_INDEXES: [name: string, unique: boolean, columns: string, where: string][] = [
   ["uq_cards_approval", true, "approval_id", "approval_id IS NOT NULL"],
   ["uq_cards_creation_key", true, "creation_key", "creation_key IS NOT NULL"],
   ["uq_cards_processor_card", true, "processor_card_id", "processor_card_id IS NOT NULL"],
@@ -9,6 +9,15 @@ const PARTIAL: [name: string, unique: boolean, columns: string, where: string][]
   // Only CREATING rows hold a lease; `lease_until < ?` in the recovery query implies the condition.
   ["ix_cards_recovery", false, "status, lease_until", "lease_until IS NOT NULL"],
 ];
+
+/** SQLite: (re)creates the cards' partial indexes with their conditions; a no-op on MySQL. */
+export async function makeCardIndexesPartial(q: QueryRunner): Promise<void> {
+  if (q.connection.options.type === "mysql") return;
+  for (const [name, unique, columns, where] of PARTIAL_CARD_INDEXES) {
+    await q.query(`DROP INDEX "${name}"`);
+    await q.query(`CREATE ${unique ? "UNIQUE " : ""}INDEX "${name}" ON "cards" (${columns}) WHERE ${where}`);
+  }
+}
 
 /**
  * Every card write updated nine indexes, most of them with a NULL entry (no approval, no agent,
@@ -22,16 +31,12 @@ export class PartialIndexes1732700000000 implements MigrationInterface {
   name = "PartialIndexes1732700000000";
 
   async up(q: QueryRunner): Promise<void> {
-    if (q.connection.options.type === "mysql") return;
-    for (const [name, unique, columns, where] of PARTIAL) {
-      await q.query(`DROP INDEX "${name}"`);
-      await q.query(`CREATE ${unique ? "UNIQUE " : ""}INDEX "${name}" ON "cards" (${columns}) WHERE ${where}`);
-    }
+    await makeCardIndexesPartial(q);
   }
 
   async down(q: QueryRunner): Promise<void> {
     if (q.connection.options.type === "mysql") return;
-    for (const [name, unique, columns] of PARTIAL) {
+    for (const [name, unique, columns] of PARTIAL_CARD_INDEXES) {
       await q.query(`DROP INDEX "${name}"`);
       await q.query(`CREATE ${unique ? "UNIQUE " : ""}INDEX "${name}" ON "cards" (${columns})`);
     }

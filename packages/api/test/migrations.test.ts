@@ -1,0 +1,25 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { createDataSource, migrate } from "../src/db/datasource.js";
+import { PARTIAL_CARD_INDEXES } from "../src/db/migrations/1732700000000-partial-indexes.js";
+
+describe("migrations (SQLite)", () => {
+  const dir = mkdtempSync(join(tmpdir(), "cardctl-migrations-"));
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  // TypeORM's addColumn rebuilds the table and drops index conditions: a later migration that uses it would undo these.
+  it("leaves the cards' partial indexes partial after every migration", async () => {
+    const ds = createDataSource(`sqlite:${join(dir, "db.sqlite")}`);
+    await ds.initialize();
+    try {
+      await migrate(ds);
+      const rows: { name: string; sql: string }[] = await ds.query("SELECT name, sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'cards'");
+      const sqlOf = new Map(rows.map((r) => [r.name, r.sql]));
+      for (const [name, , , where] of PARTIAL_CARD_INDEXES) expect(sqlOf.get(name), name).toContain(`WHERE ${where}`);
+    } finally {
+      await ds.destroy();
+    }
+  });
+});
