@@ -1,7 +1,7 @@
 import { defineConfig } from "tsup";
 
 /**
- * One ESM bundle: the CLI's own code and @cardctl/sdk (bundled, so a packed tarball installs with
+ * One ESM bundle: the CLI's own code, @cardctl/sdk and standardwebhooks (bundled, so a packed tarball installs with
  * commander as its only runtime dependency). bin/cardctl.js imports dist/cli.js.
  */
 export default defineConfig({
@@ -14,7 +14,8 @@ export default defineConfig({
   dts: false,
   splitting: false,
   treeshake: true,
-  noExternal: ["@cardctl/sdk"],
+  // standardwebhooks (signing for `cardctl listen --forward-to`) is small: bundled too.
+  noExternal: ["@cardctl/sdk", "standardwebhooks"],
   external: ["commander"],
   esbuildOptions(o) {
     // Bundle the SDK from its source, so building the CLI does not depend on the SDK's build order.

@@ -10,6 +10,7 @@ import { registerSetup } from "./http/setup.js";
 import { registerSimulatedProcessor } from "./http/simulated-processor.js";
 import { BODY_LIMIT, clientErrorHandler, frameworkErrors, registerBodyShape, registerErrorShaping, registerNotFound } from "./http/errors.js";
 import { registerIdempotency } from "./http/idempotency.js";
+import { registerMcp } from "./http/mcp.js";
 import { registerRateLimit } from "./http/rate-limit.js";
 import { registerTransports } from "./http/transports.js";
 import { registerStripeWebhooks } from "./http/webhooks.js";
@@ -100,6 +101,7 @@ export async function buildApp(config: Config, opts: AppOptions = {}) {
   registerSetup(app, services, config.publicUrl);
   registerSimulatedProcessor(app, processors.simulated);
   registerTransports(app, services);
+  registerMcp(app, config.publicUrl);
   await registerStripeWebhooks(app, services, config.stripeWebhookSecret);
   app.addHook("onClose", async () => {
     await stopCheckpointer();

@@ -5,7 +5,7 @@ import type { Reply, RequestOptions, TestServer } from "./harness.js";
 export const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,3})?Z$/;
 
 /** A card number anywhere in a response: 13 to 19 digits in a row. */
-const PAN_LIKE = /\d{13,19}/;
+export const PAN_LIKE = /\d{13,19}/;
 
 /** Asserts that an object has exactly these keys, no more and no fewer. */
 export function expectKeys(obj: unknown, keys: string[]) {

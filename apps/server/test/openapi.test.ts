@@ -24,6 +24,7 @@ describe(`OpenAPI document and docs (${dbKind})`, () => {
     ["get", "/v1/cards/{id}"],
     ["post", "/v1/cards/{id}/close"],
     ["get", "/v1/balance"],
+    ["get", "/v1/api_keys/current"],
     ["get", "/v1/policies/default"],
     ["put", "/v1/policies/default"],
     ["post", "/v1/policies/check"],

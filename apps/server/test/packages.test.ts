@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startServer, type TestServer } from "./harness.js";
 
 /**
- * The publishable packages (@cardctl/sdk, @cardctl/cli) install as their READMEs say, from a
+ * The publishable packages (@cardctl/sdk, @cardctl/cli, @cardctl/mcp) install as their READMEs say, from a
  * fresh clone: `npm pack` (whose `prepack` builds dist/, which a clone does not have) gives
  * tarballs that install into an empty project with nothing but their declared dependencies; the
  * CLI runs; the SDK talks to a real server; and the READMEs' SDK examples run as written against
@@ -43,7 +43,7 @@ describe("npm pack from a fresh clone, installed into an empty project", () => {
   let clone: string;
   let packDir: string;
   let project: string;
-  const packed: Record<"sdk" | "cli", Packed> = {} as never;
+  const packed: Record<"sdk" | "cli" | "mcp", Packed> = {} as never;
   let installLog = "";
   let s: TestServer;
 
@@ -54,7 +54,7 @@ describe("npm pack from a fresh clone, installed into an empty project", () => {
     const skip = /(^|\/)(node_modules|dist|\.turbo|test)(\/|$)/;
     cpSync(join(root, "package.json"), join(clone, "package.json"));
     cpSync(join(root, "tooling"), join(clone, "tooling"), { recursive: true, filter: (src) => !skip.test(src.slice(root.length)) });
-    for (const p of ["contract", "sdk", "cli"])
+    for (const p of ["contract", "sdk", "cli", "mcp"])
       cpSync(join(root, "packages", p), join(clone, "packages", p), { recursive: true, filter: (src) => !skip.test(src.slice(root.length)) });
     symlinkSync(join(root, "node_modules"), join(clone, "node_modules"), "dir");
     expect(existsSync(join(clone, "packages/sdk/dist"))).toBe(false);
@@ -62,7 +62,7 @@ describe("npm pack from a fresh clone, installed into an empty project", () => {
 
     packDir = mkdtempSync(join(tmpdir(), "cardctl-tarballs-"));
     // One after the other: two cores.
-    for (const p of ["sdk", "cli"] as const) {
+    for (const p of ["sdk", "cli", "mcp"] as const) {
       const { stdout } = await run("npm", ["pack", "--json", "--pack-destination", packDir], { cwd: join(clone, "packages", p), env: npmEnv });
       const info = JSON.parse(stdout.slice(stdout.search(/^\[$/m)))[0];
       const unpacked = join(packDir, p);
@@ -230,6 +230,62 @@ describe("npm pack from a fresh clone, installed into an empty project", () => {
     expect(out).toBe("");
     const cards = await s.request("GET", "/v1/cards", { key });
     expect(cards.body.data.map((c: { status: string }) => c.status)).toEqual(["CLOSED"]);
+  });
+
+  describe("@cardctl/mcp, installed alone into an empty project", () => {
+    let mcpProject: string;
+
+    beforeAll(async () => {
+      mcpProject = mkdtempSync(join(tmpdir(), "cardctl-mcp-consumer-"));
+      writeFileSync(join(mcpProject, "package.json"), JSON.stringify({ name: "agent-host", version: "1.0.0", private: true }));
+      const args = ["install", packed.mcp.filename, "--no-audit", "--no-fund", "--no-package-lock"];
+      const install = (mode: string) => run("npm", [...args, mode], { cwd: mcpProject, env: npmEnv });
+      // The MCP SDK and zod from the npm cache when they are in it, else from the registry.
+      await install("--offline").catch(() => install("--prefer-offline"));
+    }, 300_000);
+    afterAll(() => mcpProject && rmSync(mcpProject, { recursive: true, force: true }));
+
+    it("packs the bundle with the MCP SDK and zod as its only dependencies", () => {
+      expect(packed.mcp.files).toEqual(expect.arrayContaining(["package.json", "bin/cardctl-mcp.js", "dist/main.js", "dist/index.js", "dist/index.d.ts"]));
+      expect(Object.keys(packed.mcp.manifest.dependencies).sort()).toEqual(["@modelcontextprotocol/sdk", "zod"]);
+      expect(packed.mcp.manifest.bin).toEqual({ "cardctl-mcp": "./bin/cardctl-mcp.js" });
+      for (const script of ["prepare", "preinstall", "install", "postinstall"]) expect(packed.mcp.manifest.scripts).not.toHaveProperty(script);
+    });
+
+    it("starts with npx cardctl-mcp", async () => {
+      const version = await run("npx", ["--no-install", "cardctl-mcp", "--version"], { cwd: mcpProject, env: npmEnv });
+      expect(version.stdout.trim()).toBe(packed.mcp.manifest.version);
+      const noKey = await run("npx", ["--no-install", "cardctl-mcp"], { cwd: mcpProject, env: { ...npmEnv, CARDCTL_API_KEY: "" } }).catch((e) => e);
+      expect(noKey.code).toBe(2);
+      expect(noKey.stderr).toContain("CARDCTL_API_KEY is not set");
+    });
+
+    it("serves the tools to an MCP client as the README's Claude Desktop / Cursor snippet starts it", async () => {
+      const { Client } = await import("@modelcontextprotocol/sdk/client/index.js");
+      const { StdioClientTransport } = await import("@modelcontextprotocol/sdk/client/stdio.js");
+      const md = readFileSync(join(root, "README.md"), "utf8");
+      const snippet = JSON.parse(/\*\*Claude Desktop\*\*[\s\S]*?```json\n([\s\S]*?)```/.exec(md)![1]!).mcpServers.cardctl;
+      expect(snippet.env).toMatchObject({ CARDCTL_API_KEY: expect.stringMatching(/^sk_test_/), CARDCTL_BASE_URL: "http://127.0.0.1:4000" });
+      const account = await s.newAccount({ name: "MCP package" });
+      const client = new Client({ name: "package-test", version: "1.0.0" });
+      await client.connect(
+        new StdioClientTransport({
+          command: snippet.command,
+          args: snippet.args,
+          env: { ...snippet.env, CARDCTL_API_KEY: await account.key("test", "agent"), CARDCTL_BASE_URL: s.url, PATH: `${join(mcpProject, "node_modules/.bin")}:${process.env.PATH}` },
+          stderr: "pipe",
+        }),
+      );
+      try {
+        const tools = (await client.listTools()).tools.map((t) => t.name);
+        expect(tools).toContain("request_card");
+        expect(tools).not.toContain("approve_request");
+        const r = (await client.callTool({ name: "request_card", arguments: { amount_cents: 300 } })) as unknown as { structuredContent: { outcome: string } };
+        expect(r.structuredContent.outcome).toBe("issued");
+      } finally {
+        await client.close();
+      }
+    });
   });
 });
 

@@ -141,6 +141,7 @@ export const SUCCESS_EXAMPLES: Record<string, unknown> = {
     setup_complete: true,
     uncollected_cents: 0,
   },
+  "get /v1/api_keys/current 200": { id: KEY_ID, account_id: ACCOUNT_ID, mode: "test", role: "agent" },
   "get /v1/policies/default 200": { approval_required: true, max_amount_cents: 50000 },
   "put /v1/policies/default 200": { approval_required: true, max_amount_cents: 50000 },
   "post /v1/policies/check 200": {

@@ -238,6 +238,7 @@ const TAGS = [
   { name: "cards", description: "Single-use virtual cards: create (201, or 202 when approval is required), list, read, close" },
   { name: "approvals", description: "Requests waiting for a human: list, approve (issues the card), reject" },
   { name: "balance", description: "Spend summary" },
+  { name: "api keys", description: "The key making the request: its account, mode and role" },
   { name: "policies", description: "The account's default spending policy" },
   { name: "authorizations", description: "Purchases the card network asked to authorize" },
   { name: "transactions", description: "Captures and refunds" },

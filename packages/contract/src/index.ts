@@ -241,6 +241,13 @@ export const errorEnvelopeSchema = z
 // Operator API (DESIGN 3.3)
 export const mode = z.enum(["test", "live"]);
 export const role = z.enum(["full", "agent"]);
+/** GET /v1/api_keys/current: the key making the request (tools such as the MCP server pick their tool set by its role). */
+export const currentKey = z.object({
+  id: z.string(),
+  account_id: z.string(),
+  mode,
+  role: role.describe("full: every call; agent: no approving, rejecting or loosening the policy"),
+});
 
 /** The officially assigned ISO 3166-1 alpha-2 codes. */
 const ISO_COUNTRIES = new Set(

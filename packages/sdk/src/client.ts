@@ -17,6 +17,7 @@ import type {
   CardDetail,
   CardListParams,
   CardRetrieveParams,
+  CurrentApiKey,
   ListByCardParams,
   ListResponse,
   Policy,
@@ -188,6 +189,17 @@ export class BalanceResource {
   /** Gets the spend summary (`GET /v1/balance`): held amount, open cards, pending approvals, policy and set-up state. */
   retrieve(options?: RequestOptions): Promise<Balance> {
     return this.http.request({ method: "GET", path: "/balance", options });
+  }
+}
+
+/** The API key the client sends. */
+export class ApiKeys {
+  /** @internal Use `new Cardctl(...).apiKeys`. */
+  constructor(private readonly http: HttpClient) {}
+
+  /** Gets the key making the request (`GET /v1/api_keys/current`): `id`, `account_id`, `mode` and `role` (`full` or `agent`). */
+  current(options?: RequestOptions): Promise<CurrentApiKey> {
+    return this.http.request({ method: "GET", path: "/api_keys/current", options });
   }
 }
 
@@ -430,6 +442,8 @@ export class Cardctl {
   readonly cards: Cards;
   /** The spend summary. */
   readonly balance: BalanceResource;
+  /** The key making the requests (its role). */
+  readonly apiKeys: ApiKeys;
   /** The default policy. */
   readonly policies: Policies;
   /** Approval requests. */
@@ -453,6 +467,7 @@ export class Cardctl {
     this.baseUrl = http.baseUrl;
     this.cards = new Cards(http, this);
     this.balance = new BalanceResource(http);
+    this.apiKeys = new ApiKeys(http);
     this.policies = new Policies(http);
     this.approvals = new Approvals(http, this);
     this.authorizations = new Authorizations(http, "/authorizations");

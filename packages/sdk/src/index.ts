@@ -2,6 +2,7 @@ export {
   Cardctl,
   Cards,
   BalanceResource,
+  ApiKeys,
   Policies,
   Approvals,
   Authorizations,

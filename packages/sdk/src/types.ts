@@ -72,6 +72,8 @@ export interface RevealedCard {
 export type CardCloseResult = z.output<typeof s.closeCardOutput>;
 /** `GET /v1/balance`. */
 export type Balance = z.output<typeof s.balance>;
+/** `GET /v1/api_keys/current`: the key making the request (id, account, mode, role). */
+export type CurrentApiKey = z.output<typeof s.currentKey>;
 /** The default policy. */
 export type Policy = z.output<typeof s.policy>;
 /**

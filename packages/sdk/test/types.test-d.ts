@@ -52,6 +52,7 @@ export type InputChecks = [
   // endpoints without input take nothing
   Assert<Extends<undefined, In["balance"]["retrieve"]>>,
   Assert<Extends<undefined, In["policies"]["retrieveDefault"]>>,
+  Assert<Extends<undefined, In["apiKeys"]["current"]>>,
 ];
 
 // ---- outputs: the SDK's types are the router's outputs ----
@@ -61,6 +62,7 @@ export type OutputChecks = [
   Assert<Equals<T.CardDetail, Out["cards"]["get"]>>,
   Assert<Equals<T.CardCloseResult, Out["cards"]["close"]>>,
   Assert<Equals<T.Balance, Out["balance"]["retrieve"]>>,
+  Assert<Equals<T.CurrentApiKey, Out["apiKeys"]["current"]>>,
   Assert<Equals<T.Policy, Out["policies"]["retrieveDefault"]>>,
   Assert<Equals<T.Policy, Out["policies"]["updateDefault"]>>,
   Assert<Equals<T.PolicyCheckResult, Out["policies"]["check"]>>,
@@ -89,6 +91,7 @@ export type MethodChecks = [
   Assert<Equals<Ret<C["cards"]["get"]>, Promise<Out["cards"]["get"]>>>,
   Assert<Equals<Ret<C["cards"]["close"]>, Promise<Out["cards"]["close"]>>>,
   Assert<Equals<Ret<C["balance"]["retrieve"]>, Promise<Out["balance"]["retrieve"]>>>,
+  Assert<Equals<Ret<C["apiKeys"]["current"]>, Promise<Out["apiKeys"]["current"]>>>,
   Assert<Equals<Ret<C["policies"]["retrieveDefault"]>, Promise<Out["policies"]["retrieveDefault"]>>>,
   Assert<Equals<Args<C["policies"]["updateDefault"]>, [params: In["policies"]["updateDefault"], options?: RequestOptions]>>,
   Assert<Equals<Ret<C["policies"]["updateDefault"]>, Promise<Out["policies"]["updateDefault"]>>>,

@@ -79,6 +79,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/api_keys/current": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The API key making this request: its id, account, mode and role */
+        get: operations["apiKeys-current"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/policies/default": {
         parameters: {
             query?: never;
@@ -1392,6 +1409,54 @@ export interface operations {
                      *     }
                      */
                     "application/json": components["schemas"]["Balance"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    "apiKeys-current": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful response */
+            200: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "key_6TsM9qBv2LcW5nHd8KrP1zXg",
+                     *       "account_id": "acct_2WbH5nKs8QdL1vRc7MpT3xZf",
+                     *       "mode": "test",
+                     *       "role": "agent"
+                     *     }
+                     */
+                    "application/json": {
+                        id: string;
+                        account_id: string;
+                        /** @enum {string} */
+                        mode: "test" | "live";
+                        /**
+                         * @description full: every call; agent: no approving, rejecting or loosening the policy
+                         * @enum {string}
+                         */
+                        role: "full" | "agent";
+                    };
                 };
             };
             400: components["responses"]["BadRequest"];

@@ -10,6 +10,14 @@ export const balanceRouter = router({
     .query(({ ctx }) => ctx.services.cards.balance(ctx.principal)),
 });
 
+export const apiKeysRouter = router({
+  current: apiProcedure
+    .meta({ openapi: { method: "GET", path: "/api_keys/current", tags: ["api keys"], summary: "The API key making this request: its id, account, mode and role" } })
+    .input(s.noInput)
+    .output(s.currentKey)
+    .query(({ ctx }) => ({ id: ctx.principal.keyId, account_id: ctx.principal.accountId, mode: ctx.principal.mode, role: ctx.principal.role })),
+});
+
 export const policiesRouter = router({
   retrieveDefault: apiProcedure
     .meta({ openapi: { method: "GET", path: "/policies/default", tags: ["policies"], summary: "Get the default policy" } })

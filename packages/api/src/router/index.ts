@@ -1,11 +1,12 @@
 import { router } from "../trpc.js";
-import { approvalsRouter, balanceRouter, policiesRouter } from "./account.js";
+import { apiKeysRouter, approvalsRouter, balanceRouter, policiesRouter } from "./account.js";
 import { authorizationsRouter, cardsRouter, testHelpersRouter, transactionsRouter } from "./cards.js";
 
 /** Every procedure of the public API: tRPC at /trpc, REST at /v1 through trpc-to-openapi. */
 export const appRouter = router({
   cards: cardsRouter,
   balance: balanceRouter,
+  apiKeys: apiKeysRouter,
   policies: policiesRouter,
   approvals: approvalsRouter,
   authorizations: authorizationsRouter,

@@ -1,0 +1,80 @@
+import { createCardctlMcpServer } from "@cardctl/mcp";
+import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+
+/**
+ * The MCP tools over Streamable HTTP at /mcp, for MCP clients that send `Authorization: Bearer
+ * sk_…`. Stateless: each POST gets a server for its key, whose tools call the REST API in-process
+ * (app.inject) with that key, so auth, rate limits, idempotency and errors are exactly the API's,
+ * and the /mcp request itself is not counted on top. reveal_card answers with the ephemeral key and
+ * the processor URL only: no card number passes through the service.
+ */
+export function registerMcp(app: FastifyInstance, publicUrl: string) {
+  app.post("/mcp", { config: { rateLimit: false } }, async (req, reply) => {
+    const apiKey = bearer(req);
+    if (!apiKey) return refuse(reply, req.id, 401, "unauthorized", "Send your API key as 'Authorization: Bearer <API_KEY>'.");
+    let opened: Awaited<ReturnType<typeof createCardctlMcpServer>>;
+    try {
+      opened = await createCardctlMcpServer({
+        api: { apiKey, baseUrl: publicUrl, fetch: injectFetch(app, req), maxRetries: 0 },
+        reveal: { kind: "key", baseUrl: publicUrl },
+      });
+    } catch (err) {
+      const e = err as { status?: number; code?: string; message?: string; details?: object; requestId?: string; headers?: Headers };
+      if (e.status === undefined) throw err;
+      // The API's own refusal (401 unauthorized, 429 rate_limited), in its envelope, with its headers.
+      e.headers?.forEach((v, k) => {
+        if (k.startsWith("ratelimit-") || k === "retry-after") reply.header(k, v);
+      });
+      return refuse(reply, e.requestId ?? req.id, e.status, e.code ?? "unauthorized", e.message ?? "", e.details);
+    }
+    const { server } = opened;
+    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
+    reply.raw.on("close", () => {
+      void transport.close();
+      void server.close();
+    });
+    reply.hijack();
+    await server.connect(transport);
+    await transport.handleRequest(req.raw, reply.raw, req.body);
+  });
+  // Stateless: no server-initiated stream (GET) and no session to end (DELETE).
+  const notAllowed = { jsonrpc: "2.0", error: { code: -32000, message: "Method not allowed: send MCP messages with POST /mcp." }, id: null };
+  for (const method of ["GET", "DELETE"] as const)
+    app.route({ method, url: "/mcp", config: { rateLimit: false }, handler: (_req, reply) => reply.code(405).header("allow", "POST").send(notAllowed) });
+}
+
+/** The error envelope of the API; a 401 also says how to authenticate. */
+function refuse(reply: FastifyReply, requestId: string, status: number, code: string, message: string, details?: object) {
+  if (status === 401) reply.header("www-authenticate", 'Bearer realm="cardctl"');
+  const more = details && Object.keys(details).length ? { details } : {};
+  return reply.code(status).send({ error: { code, message, ...more, request_id: requestId } });
+}
+
+/** The bearer token as sent; the API checks it. */
+function bearer(req: FastifyRequest): string | undefined {
+  const m = /^Bearer\s+(\S+)$/i.exec(req.headers.authorization ?? "");
+  return m?.[1];
+}
+
+/** A fetch that runs the request through this server (auth, rate limit and all) from the caller's address. */
+function injectFetch(app: FastifyInstance, from: FastifyRequest) {
+  return async (input: string, init: RequestInit): Promise<Response> => {
+    const url = new URL(input);
+    const signal = init.signal;
+    signal?.throwIfAborted();
+    const injected = app.inject({
+      method: (init.method ?? "GET") as "GET",
+      url: url.pathname + url.search,
+      headers: { ...(init.headers as Record<string, string>), "user-agent": `cardctl-mcp (${from.headers["user-agent"] ?? "unknown client"})` },
+      payload: typeof init.body === "string" ? init.body : undefined,
+      remoteAddress: from.ip,
+    });
+    const res = await (signal
+      ? Promise.race([injected, new Promise<never>((_, reject) => signal.addEventListener("abort", () => reject(signal.reason), { once: true }))])
+      : injected);
+    const headers = new Headers();
+    for (const [k, v] of Object.entries(res.headers)) if (v !== undefined) headers.set(k, Array.isArray(v) ? v.join(", ") : String(v));
+    return new Response(res.statusCode === 204 ? null : res.payload, { status: res.statusCode, headers });
+  };
+}

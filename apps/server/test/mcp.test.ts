@@ -1,0 +1,288 @@
+import { spawn } from "node:child_process";
+import { createRequire } from "node:module";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { luhnValid } from "./fake-stripe.js";
+import { dbKind, processor, startServer, type TestServer } from "./harness.js";
+import { PAN_LIKE } from "./helpers.js";
+
+/**
+ * Issue 15, point 4: the MCP server. The official MCP SDK client talks to cardctl-mcp over stdio
+ * (the built package's bin, as Claude Desktop starts it) and to /mcp on the server over Streamable
+ * HTTP, with the same tools; agent-role keys never see the humans' tools.
+ */
+const MCP_BIN = join(dirname(fileURLToPath(import.meta.url)), "../../../packages/mcp/bin/cardctl-mcp.js");
+const AGENT_TOOLS = [
+  "check_policy",
+  "close_card",
+  "get_balance",
+  "get_card",
+  "get_policy",
+  "list_approvals",
+  "list_cards",
+  "request_card",
+  "reveal_card",
+  "wait_for_approval",
+];
+const HUMAN_TOOLS = ["approve_request", "reject_request", "update_policy"];
+
+type Transport = "stdio" | "http";
+type Structured = Record<string, any>;
+
+describe(`MCP server (${processor}, ${dbKind})`, () => {
+  let s: TestServer;
+  const clients: Client[] = [];
+
+  beforeAll(async () => {
+    s = await startServer();
+  });
+  afterAll(async () => {
+    await Promise.all(clients.map((c) => c.close()));
+    await s.close();
+  });
+
+  async function connect(transport: Transport, key: string): Promise<Client> {
+    const client = new Client({ name: "cardctl-test", version: "1.0.0" });
+    const t =
+      transport === "stdio"
+        ? new StdioClientTransport({
+            command: process.execPath,
+            args: [MCP_BIN],
+            env: { PATH: process.env.PATH ?? "", CARDCTL_API_KEY: key, CARDCTL_BASE_URL: s.url },
+            stderr: "pipe",
+          })
+        : new StreamableHTTPClientTransport(new URL(`${s.url}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${key}` } } });
+    await client.connect(t);
+    clients.push(client);
+    return client;
+  }
+
+  const call = async (c: Client, name: string, args: Record<string, unknown> = {}, onprogress?: (p: { progress: number; message?: string }) => void) =>
+    (await c.callTool({ name, arguments: args }, undefined, onprogress ? { onprogress, resetTimeoutOnProgress: true } : undefined)) as CallToolResult & {
+      structuredContent: Structured;
+    };
+  const text = (r: CallToolResult) => r.content.map((c) => (c.type === "text" ? c.text : "")).join("\n");
+  /** An account of its own per test (set-up complete), with a full and an agent key. */
+  const account = async (o: { approval?: boolean; paymentMethod?: string | null } = {}) => {
+    const a = await s.newAccount({ paymentMethod: o.paymentMethod });
+    const full = await a.key("test", "full");
+    const agent = await a.key("test", "agent");
+    if (o.approval) expect((await s.request("PUT", "/v1/policies/default", { key: full, body: { approval_required: true } })).status).toBe(200);
+    return { ...a, full, agent };
+  };
+
+  describe.each<Transport>(["stdio", "http"])("over %s", (transport) => {
+    it("lists the agent tools for an agent key and the humans' tools too for a full key, with JSON schemas", async () => {
+      const a = await account();
+      const agentTools = (await (await connect(transport, a.agent)).listTools()).tools;
+      expect(agentTools.map((t) => t.name).sort()).toEqual(AGENT_TOOLS);
+      const fullTools = (await (await connect(transport, a.full)).listTools()).tools;
+      expect(fullTools.map((t) => t.name).sort()).toEqual([...AGENT_TOOLS, ...HUMAN_TOOLS].sort());
+      const request = fullTools.find((t) => t.name === "request_card")!;
+      expect(request.inputSchema.required).toEqual(["amount_cents"]);
+      expect(request.inputSchema.properties).toMatchObject({
+        amount_cents: { type: "integer", minimum: 1, maximum: 50000 },
+        wait_seconds: { type: "integer", minimum: 0, maximum: 300 },
+      });
+      expect(request.inputSchema.additionalProperties).toBe(false);
+    });
+
+    it("refuses the humans' tools to an agent key", async () => {
+      const a = await account({ approval: true });
+      const agent = await connect(transport, a.agent);
+      const pending = await call(agent, "request_card", { amount_cents: 900 });
+      const r = await call(agent, "approve_request", { id: pending.structuredContent.approval.id });
+      expect(r.isError).toBe(true);
+      expect(text(r)).toMatch(/approve_request/);
+      const approvals = await s.request("GET", "/v1/approvals", { key: a.full });
+      expect(approvals.body.data[0]).toMatchObject({ id: pending.structuredContent.approval.id, status: "PENDING" });
+    });
+
+    it("requests a card that is issued at once (201 path), reads, lists and closes it", async () => {
+      const a = await account();
+      const agent = await connect(transport, a.agent);
+      const r = await call(agent, "request_card", { amount_cents: 1250, purpose: "API credits", agent_id: "mcp-agent" });
+      expect(r.isError).toBeFalsy();
+      expect(r.structuredContent).toMatchObject({ outcome: "issued", approval: null, card: { status: "OPEN", spending_limit_cents: 1250, agent_id: "mcp-agent" } });
+      const id = r.structuredContent.card.id as string;
+      expect(text(r)).toContain(id);
+      expect(JSON.stringify(r)).not.toMatch(/ephemeral|ek_/);
+
+      const got = await call(agent, "get_card", { id });
+      expect(got.structuredContent.card).toMatchObject({ id, status: "OPEN", amount_cents: 1250 });
+      expect(got.structuredContent.card.ephemeral_key_secret).toBeUndefined();
+      const list = await call(agent, "list_cards", { status: "OPEN" });
+      expect(list.structuredContent.data.map((c: { id: string }) => c.id)).toContain(id);
+
+      const closed = await call(agent, "close_card", { id });
+      expect(closed.structuredContent).toMatchObject({ card_id: id, ok: true, status: "CLOSED" });
+      expect((await s.request("GET", `/v1/cards/${id}`, { key: a.full })).body.status).toBe("CLOSED");
+    });
+
+    it("answers a request that needs a human with the pending approval (202 path); the human approves over MCP", async () => {
+      const a = await account({ approval: true });
+      const agent = await connect(transport, a.agent);
+      const r = await call(agent, "request_card", { amount_cents: 700 });
+      expect(r.structuredContent).toMatchObject({ outcome: "pending_approval", card: null, approval: { status: "PENDING" } });
+      const approvalId = r.structuredContent.approval.id as string;
+      expect(text(r)).toContain("wait_for_approval");
+      const listed = await call(agent, "list_approvals", {});
+      expect(listed.structuredContent.data[0]).toMatchObject({ id: approvalId, amount_cents: 700 });
+
+      const human = await connect(transport, a.full);
+      const approved = await call(human, "approve_request", { id: approvalId });
+      expect(approved.structuredContent).toMatchObject({ approval_id: approvalId, card: { status: "OPEN", spending_limit_cents: 700 } });
+      const waited = await call(agent, "wait_for_approval", { id: approvalId, wait_seconds: 5 });
+      expect(waited.structuredContent).toMatchObject({ outcome: "issued", card: { id: approved.structuredContent.card.id }, approval: { status: "APPROVED" } });
+    });
+
+    it("waits for an approval made by another client, reporting progress while it waits", async () => {
+      const a = await account({ approval: true });
+      const agent = await connect(transport, a.agent);
+      const pending = await call(agent, "request_card", { amount_cents: 800 });
+      const approvalId = pending.structuredContent.approval.id as string;
+      const progress: { progress: number; message?: string }[] = [];
+      const waiting = call(agent, "wait_for_approval", { id: approvalId, wait_seconds: 60 }, (p) => progress.push(p));
+      // The human decides through the REST API once the agent has reported waiting.
+      await expect.poll(() => progress.length, { timeout: 20_000 }).toBeGreaterThan(1);
+      const approved = await s.request("POST", `/v1/approvals/${approvalId}/approve`, { key: a.full });
+      expect(approved.status).toBe(201);
+      const r = await waiting;
+      expect(r.structuredContent).toMatchObject({ outcome: "issued", card: { id: approved.body.id, status: "OPEN" } });
+      expect(progress[0]!.message).toContain(approvalId);
+      for (let i = 1; i < progress.length; i++) expect(progress[i]!.progress).toBeGreaterThan(progress[i - 1]!.progress);
+    });
+
+    it("request_card with wait_seconds waits for the decision: a rejection, and a request still pending when the time is up", async () => {
+      const a = await account({ approval: true });
+      const agent = await connect(transport, a.agent);
+      const waiting = call(agent, "request_card", { amount_cents: 600, wait_seconds: 60 });
+      let approvalId = "";
+      await expect
+        .poll(async () => (approvalId = (await s.request("GET", "/v1/approvals", { key: a.full })).body.data[0]?.id ?? ""), { timeout: 20_000 })
+        .toMatch(/^appr_/);
+      expect((await s.request("POST", `/v1/approvals/${approvalId}/reject`, { key: a.full, body: { reason: "not this month" } })).status).toBe(200);
+      const r = await waiting;
+      expect(r.structuredContent).toMatchObject({ outcome: "rejected", card: null, approval: { id: approvalId, status: "REJECTED", reason: "not this month" } });
+      expect(text(r)).toContain("not this month");
+
+      const still = await call(agent, "request_card", { amount_cents: 600, wait_seconds: 1 });
+      expect(still.structuredContent).toMatchObject({ outcome: "pending_approval", approval: { status: "PENDING" } });
+    });
+
+    it("reveal_card", async () => {
+      const a = await account();
+      const agent = await connect(transport, a.agent);
+      const card = (await call(agent, "request_card", { amount_cents: 1500 })).structuredContent.card as { id: string; last_four: string };
+      const r = await call(agent, "reveal_card", { id: card.id });
+      expect(r.isError).toBeFalsy();
+      if (transport === "stdio") {
+        // On the agent's machine: the details, read from the processor by cardctl-mcp itself.
+        const d = r.structuredContent;
+        expect(d).toMatchObject({ card_id: card.id, last_four: card.last_four });
+        expect(luhnValid(d.number)).toBe(true);
+        expect(d.number.slice(-4)).toBe(card.last_four);
+        expect(d.cvc).toMatch(/^\d{3,4}$/);
+        expect(text(r)).toContain(d.number);
+      } else {
+        // Through the service: no number, only the key and where to read the card with it.
+        expect(PAN_LIKE.test(JSON.stringify(r))).toBe(false);
+        const { reveal, ephemeral_key_secret } = r.structuredContent;
+        expect(reveal.headers.Authorization).toBe(`Bearer ${ephemeral_key_secret}`);
+        // The client reads the card from the processor itself (PUBLIC_URL stands for this server).
+        const url = (reveal.url as string).replace("http://cardctl.test", s.url);
+        expect(url).toMatch(/expand\[\]=number/);
+        const res = await fetch(url, { headers: reveal.headers });
+        expect(res.status).toBe(200);
+        const details = (await res.json()) as { number: string };
+        expect(luhnValid(details.number)).toBe(true);
+        expect(details.number.slice(-4)).toBe(card.last_four);
+      }
+    });
+
+    it("answers API errors as tool errors with our code, message and details", async () => {
+      const a = await account();
+      const agent = await connect(transport, a.agent);
+      const max = 5000;
+      expect((await s.request("PUT", "/v1/policies/default", { key: a.full, body: { max_amount_cents: max } })).status).toBe(200);
+      const over = await call(agent, "request_card", { amount_cents: max + 1 });
+      expect(over.isError).toBe(true);
+      expect(over.structuredContent.error).toMatchObject({ code: "policy_violation", status: 403, details: { max_amount_cents: max } });
+      expect(text(over)).toContain(`${max} cents`);
+
+      const unset = await account({ paymentMethod: null });
+      const blocked = await call(await connect(transport, unset.agent), "request_card", { amount_cents: 100 });
+      expect(blocked.isError).toBe(true);
+      expect(blocked.structuredContent.error).toMatchObject({ code: "setup_required", details: { setup_url: expect.stringMatching(/\/setup/) } });
+      expect(text(blocked)).toContain(blocked.structuredContent.error.details.setup_url);
+
+      const missing = await call(agent, "get_card", { id: "card_doesnotexist" });
+      expect(missing.isError).toBe(true);
+      expect(missing.structuredContent.error.code).toBe("not_found");
+
+      const invalid = await call(agent, "request_card", { amount_cents: 0 });
+      expect(invalid.isError).toBe(true);
+      expect(text(invalid)).toMatch(/amount_cents/);
+    });
+
+    it("dry-runs a request with check_policy, and reads balance and policy", async () => {
+      const a = await account({ approval: true });
+      const agent = await connect(transport, a.agent);
+      const r = await call(agent, "check_policy", { amount_cents: 500 });
+      expect(r.structuredContent).toMatchObject({ decision: "approval_required", reasons: [{ code: "approval_required" }] });
+      expect((await call(agent, "get_policy")).structuredContent).toMatchObject({ approval_required: true });
+      expect((await call(agent, "get_balance")).structuredContent).toMatchObject({ open_cards: 0, setup_complete: true });
+      const human = await connect(transport, a.full);
+      expect((await call(human, "update_policy", { approval_required: false })).structuredContent).toMatchObject({ approval_required: false });
+      expect((await call(agent, "check_policy", { amount_cents: 500 })).structuredContent.decision).toBe("issue");
+    });
+  });
+
+  it("refuses /mcp without a valid key (401, WWW-Authenticate) and answers GET with 405", async () => {
+    const init = { jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "1" } } };
+    const headers = { "content-type": "application/json", accept: "application/json, text/event-stream" };
+    const none = await fetch(`${s.url}/mcp`, { method: "POST", headers, body: JSON.stringify(init) });
+    expect(none.status).toBe(401);
+    expect(none.headers.get("www-authenticate")).toMatch(/^Bearer/);
+    expect(((await none.json()) as { error: { code: string } }).error.code).toBe("unauthorized");
+    const bad = await fetch(`${s.url}/mcp`, { method: "POST", headers: { ...headers, authorization: "Bearer sk_test_nope" }, body: JSON.stringify(init) });
+    expect(bad.status).toBe(401);
+    expect((await fetch(`${s.url}/mcp`, { headers: { authorization: `Bearer ${s.apiKey}` } })).status).toBe(405);
+  });
+
+  it("cardctl-mcp explains a missing key instead of starting", async () => {
+    const child = spawn(process.execPath, [MCP_BIN], { env: { PATH: process.env.PATH ?? "" } });
+    let stderr = "";
+    child.stderr.on("data", (d) => (stderr += d));
+    const code = await new Promise<number | null>((resolve) => child.on("exit", resolve));
+    expect(code).toBe(2);
+    expect(stderr).toContain("CARDCTL_API_KEY");
+  });
+
+  it("lists the tools with @modelcontextprotocol/inspector in CLI mode, over stdio and HTTP", async () => {
+    const inspector = join(dirname(createRequire(import.meta.url).resolve("@modelcontextprotocol/inspector-cli/package.json")), "build/cli.js");
+    const a = await account();
+    const run = (args: string[]) =>
+      new Promise<{ code: number | null; out: string; err: string }>((resolve) => {
+        // cwd: the inspector's CLI looks for its own package.json at ../package.json from the working directory.
+        const child = spawn(process.execPath, [inspector, "--cli", ...args, "--method", "tools/list"], { cwd: dirname(inspector), env: { ...process.env } });
+        let out = "";
+        let err = "";
+        child.stdout.on("data", (d) => (out += d));
+        child.stderr.on("data", (d) => (err += d));
+        child.on("exit", (code) => resolve({ code, out, err }));
+      });
+    const names = (out: string) => (JSON.parse(out) as { tools: { name: string }[] }).tools.map((t) => t.name).sort();
+    const stdio = await run(["-e", `CARDCTL_API_KEY=${a.agent}`, "-e", `CARDCTL_BASE_URL=${s.url}`, process.execPath, MCP_BIN]);
+    expect(stdio.code, stdio.err).toBe(0);
+    expect(names(stdio.out)).toEqual(AGENT_TOOLS);
+    const http = await run([`${s.url}/mcp`, "--transport", "http", "--header", `Authorization: Bearer ${a.full}`]);
+    expect(http.code, http.err).toBe(0);
+    expect(names(http.out)).toEqual([...AGENT_TOOLS, ...HUMAN_TOOLS].sort());
+  });
+});

@@ -1,0 +1,88 @@
+import type { Approval, Card, CardCreated, CardDetail, Cardctl, PendingApproval } from "@cardctl/sdk";
+import { DecisionTimeoutError } from "@cardctl/sdk";
+import type { RequestHandlerExtra } from "@modelcontextprotocol/sdk/shared/protocol.js";
+import type { CallToolResult, ServerNotification, ServerRequest } from "@modelcontextprotocol/sdk/types.js";
+import { dollars, ok } from "./results.js";
+
+export type Extra = RequestHandlerExtra<ServerRequest, ServerNotification>;
+
+/** Longest wait one tool call may block for a human (request_card, wait_for_approval). */
+export const MAX_WAIT_SECONDS = 300;
+const POLL_MS = 1000;
+const PROGRESS_MS = 2000;
+
+/** A card as the tools show it: never the ephemeral key (reveal_card is the one way to the number). */
+export function publicCard(card: CardDetail | CardCreated | Card): Card | CardCreated {
+  const { ephemeral_key_secret: _key, reveal: _reveal, processor_card_id: _pid, closed_at: _closed, ...rest } = card as CardDetail;
+  return rest;
+}
+
+export function describeCard(card: Card | CardCreated | CardDetail): string {
+  const limit = "spending_limit_cents" in card ? card.spending_limit_cents : card.amount_cents;
+  return `card ${card.id} (${card.status}, limit ${dollars(limit)}, ${dollars(card.remaining_cents)} left, ends in ${card.last_four}, unused until ${card.expires_at})`;
+}
+
+type Outcome =
+  | { outcome: "issued"; card: Card | CardCreated; approval: Approval | null }
+  | { outcome: "pending_approval"; card: null; approval: Approval | { id: string; status: "PENDING"; expires_at: string } }
+  | { outcome: "rejected" | "expired"; card: null; approval: Approval };
+
+const answer = (text: string, o: Outcome) => ok(text, o);
+
+export const issued = (card: Card | CardCreated | CardDetail, approval: Approval | null) =>
+  answer(`Issued ${describeCard(card)}. Get its number with reveal_card; close_card when you are done.`, {
+    outcome: "issued",
+    card: publicCard(card),
+    approval,
+  });
+
+export const pending = (p: PendingApproval | Approval) => {
+  const approval = "approval_id" in p ? { id: p.approval_id, status: "PENDING" as const, expires_at: p.expires_at } : p;
+  return answer(
+    `A human must approve request ${approval.id} (it expires at ${approval.expires_at} if nobody decides). Call wait_for_approval with id ${approval.id} to wait for the decision.`,
+    { outcome: "pending_approval", card: null, approval },
+  );
+};
+
+const decided = (approval: Approval) =>
+  answer(
+    approval.status === "REJECTED"
+      ? `Request ${approval.id} was rejected${approval.reason ? `: ${approval.reason}` : ""}. No card was issued.`
+      : `Request ${approval.id} expired before anyone decided. No card was issued.`,
+    { outcome: approval.status === "REJECTED" ? "rejected" : "expired", card: null, approval },
+  );
+
+/**
+ * Waits up to waitSeconds for a human's decision on an approval, with a progress notification every
+ * 2 s when the client asked for progress; cancelled with the call. Still pending at the end is an
+ * answer (call again), not an error.
+ */
+export async function awaitDecision(client: Cardctl, id: string, waitSeconds: number, extra: Extra): Promise<CallToolResult> {
+  const token = extra._meta?.progressToken;
+  const started = Date.now();
+  const progress = () => {
+    if (token === undefined) return;
+    const elapsed = Math.round((Date.now() - started) / 1000);
+    extra
+      .sendNotification({
+        method: "notifications/progress",
+        params: { progressToken: token, progress: elapsed, total: waitSeconds, message: `Waiting for a human to decide on ${id}: ${elapsed} s of ${waitSeconds} s` },
+      })
+      .catch(() => {}); // a client gone away ends the call through extra.signal
+  };
+  progress();
+  const timer = setInterval(progress, PROGRESS_MS);
+  try {
+    const d = await client.approvals.waitForDecision(id, { timeoutMs: waitSeconds * 1000, pollIntervalMs: POLL_MS, signal: extra.signal });
+    return d.status === "APPROVED" ? issued(d.card, d.approval) : decided(d.approval);
+  } catch (err) {
+    if (!(err instanceof DecisionTimeoutError)) throw err;
+    // Decided right at the deadline or not: one last look.
+    const approval = await client.approvals.retrieve(id, { signal: extra.signal });
+    if (approval.status === "PENDING") return pending(approval);
+    if (approval.status === "APPROVED") return issued(await client.cards.get(approval.card_id ?? "", {}, { signal: extra.signal }), approval);
+    return decided(approval);
+  } finally {
+    clearInterval(timer);
+  }
+}

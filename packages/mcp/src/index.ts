@@ -1,0 +1,2 @@
+export { createCardctlMcpServer, type CardctlMcpOptions } from "./server.js";
+export type { RevealMode } from "./reveal.js";

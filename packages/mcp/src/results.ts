@@ -1,0 +1,37 @@
+import { CardctlError, PolicyViolationError, SetupRequiredError } from "@cardctl/sdk";
+import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+
+/** "$12.50" for 1250: amounts are integer cents everywhere; the sentence for the model reads as money. */
+export const dollars = (cents: number) => `$${(cents / 100).toFixed(2)}`;
+
+/** A tool's answer: the object as structured content, and a short sentence for the model. */
+export const ok = (text: string, data: object): CallToolResult => ({
+  content: [{ type: "text", text }],
+  structuredContent: data as Record<string, unknown>,
+});
+
+/**
+ * An API failure as an MCP tool error (isError), so the model sees it and can act: our error code
+ * and message, and the details that say what to do (the setup_url, the policy maximum).
+ * Anything else is not an API answer and is rethrown (the MCP SDK reports its message).
+ */
+export function toolError(err: unknown): CallToolResult {
+  if (!(err instanceof CardctlError)) throw err;
+  let text = `${err.code}: ${err.message}`;
+  if (err instanceof SetupRequiredError && err.setupUrl) text += ` A human must finish the account's set-up at ${err.setupUrl}.`;
+  if (err instanceof PolicyViolationError && err.maxAmountCents !== undefined)
+    text += ` The most one card may hold is ${err.maxAmountCents} cents (${dollars(err.maxAmountCents)}); ask for less, or ask a human to raise the policy.`;
+  const error = { code: err.code, message: err.message, status: err.status ?? null, details: err.details, request_id: err.requestId ?? null };
+  return { isError: true, content: [{ type: "text", text }], structuredContent: { error } };
+}
+
+/** Runs a tool's body, answering API failures as tool errors. */
+export const guarded =
+  <A extends unknown[]>(body: (...args: A) => Promise<CallToolResult>) =>
+  async (...args: A): Promise<CallToolResult> => {
+    try {
+      return await body(...args);
+    } catch (err) {
+      return toolError(err);
+    }
+  };
