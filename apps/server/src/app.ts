@@ -1,5 +1,6 @@
 import "./http/types.js";
 import { createDataSource, createServices, migrate, newId, startCheckpointer } from "@cardctl/api";
+import cookie from "@fastify/cookie";
 import Fastify, { LogController, type FastifyServerOptions } from "fastify";
 import pretty from "pino-pretty";
 import { bootstrap } from "./bootstrap.js";
@@ -11,6 +12,7 @@ import { registerSimulatedProcessor } from "./http/simulated-processor.js";
 import { BODY_LIMIT, clientErrorHandler, frameworkErrors, registerBodyShape, registerErrorShaping, registerNotFound } from "./http/errors.js";
 import { registerIdempotency } from "./http/idempotency.js";
 import { registerMcp } from "./http/mcp.js";
+import { registerOwnerSessions } from "./http/owner-session.js";
 import { registerRateLimit } from "./http/rate-limit.js";
 import { registerTransports } from "./http/transports.js";
 import { registerStripeWebhooks } from "./http/webhooks.js";
@@ -91,7 +93,9 @@ export async function buildApp(config: Config, opts: AppOptions = {}) {
   });
   // The pipeline, in order: request id → error shaping → auth → rate limit → idempotency → procedure.
   registerErrorShaping(app);
-  registerAuth(app, services, boot.adminTokenHash);
+  // Before auth: the cookie parser, for the dashboard's sessions.
+  await app.register(cookie);
+  registerAuth(app, services, boot.adminTokenHash, new URL(config.publicUrl).origin);
   await registerRateLimit(app, config.rateLimitPerHour, config.redisUrl);
   registerAuthRejection(app);
   registerBodyShape(app);
@@ -102,6 +106,7 @@ export async function buildApp(config: Config, opts: AppOptions = {}) {
   registerSimulatedProcessor(app, processors.simulated);
   registerTransports(app, services);
   registerMcp(app, config.publicUrl);
+  registerOwnerSessions(app, services, config.publicUrl);
   await registerStripeWebhooks(app, services, config.stripeWebhookSecret);
   app.addHook("onClose", async () => {
     await stopCheckpointer();

@@ -45,6 +45,7 @@ describe(`OpenAPI document and docs (${dbKind})`, () => {
     ["post", "/admin/v1/accounts/{id}/kyb"],
     ["post", "/admin/v1/accounts/{id}/payment_method"],
     ["post", "/admin/v1/accounts/{id}/cardholder"],
+    ["post", "/admin/v1/accounts/{id}/owners"],
     ["post", "/admin/v1/accounts/{id}/keys"],
     ["get", "/admin/v1/accounts/{id}/keys"],
     ["post", "/admin/v1/keys/{id}/revoke"],

@@ -4,6 +4,7 @@ export type { Mode, Role } from "./db/entities.js";
 export type { DomainConfig, Deps, Principal } from "./domain/deps.js";
 export { AppError, errorEnvelope, type ErrorEnvelope } from "./domain/errors.js";
 export { createServices, type Services } from "./domain/services.js";
+export { ownerView, SESSION_IDLE_MS, type OwnerPrincipal } from "./domain/owners.js";
 export { sha256, safeEqual } from "./domain/secrets.js";
 export { credentialOf } from "./domain/credentials.js";
 export { describeIssues, validationMessage, type ValidationIssue } from "./domain/validation.js";

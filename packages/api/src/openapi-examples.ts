@@ -172,6 +172,12 @@ export const SUCCESS_EXAMPLES: Record<string, unknown> = {
   "post /admin/v1/accounts/{id}/kyb 200": { ...account, payment_method: null, cardholder: null },
   "post /admin/v1/accounts/{id}/payment_method 200": { ...account, cardholder: null },
   "post /admin/v1/accounts/{id}/cardholder 200": account,
+  "post /admin/v1/accounts/{id}/owners 201": {
+    account_id: ACCOUNT_ID,
+    email: "owner@acme.example",
+    invite_url: "https://cards.example.com/invite#inv_4fTq9ZkW2pLm8RxV6nBc3HdJ7sYa1GeU5oKi0MtN",
+    expires_at: "2026-11-24T09:30:00.000Z",
+  },
   "post /admin/v1/accounts/{id}/keys 201": {
     id: KEY_ID,
     secret: "sk_test_4eC39HqLyjWDarjtT1zdp7dcQm4x",
@@ -228,6 +234,7 @@ export const REQUEST_EXAMPLES: Record<string, unknown> = {
     tax_id: "12-3456789",
   },
   "post /admin/v1/accounts/{id}/keys": { mode: "test", role: "agent", name: "shopping-agent" },
+  "post /admin/v1/accounts/{id}/owners": { email: "owner@acme.example" },
 };
 
 /** Example error envelopes, by error code. */

@@ -97,6 +97,7 @@ const SUCCESS: Record<string, Record<string, { description: string; schema?: str
   "post /v1/test_helpers/transactions/{id}/refund": { "201": { description: "The refund transaction" } },
   "post /admin/v1/accounts": { "201": { description: "Account created" } },
   "post /admin/v1/accounts/{id}/keys": { "201": { description: "Key created; the secret is shown this once" } },
+  "post /admin/v1/accounts/{id}/owners": { "201": { description: "Invite created: send the link to the owner" } },
 };
 
 interface ErrorCase {

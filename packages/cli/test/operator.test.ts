@@ -162,6 +162,20 @@ describe("operator commands", () => {
     expect(after.stderr).toContain("unauthorized");
   });
 
+  it("accounts invite: the owner's one-time dashboard link, and its expiry; a bad email exits 1", async () => {
+    const acct = (await run(["accounts", "create", "--name", "Owned Inc", "--json"], { env })).json();
+    const human = await run(["accounts", "invite", acct.id, "--email", "owner@owned.example"], { env });
+    expect(human.code).toBe(0);
+    expect(human.stdout).toContain(`Invited owner@owned.example to own ${acct.id}.`);
+    expect(human.stdout).toMatch(/Invite link\s+http:\/\/cardctl\.test\/invite#inv_\w{40}/);
+    expect(human.stdout).toMatch(/Expires\s+in 2[34] h/);
+    const json = (await run(["accounts", "invite", acct.id, "--email", "owner@owned.example", "--json"], { env })).json();
+    expect(json).toMatchObject({ account_id: acct.id, email: "owner@owned.example", invite_url: expect.stringContaining("#inv_") });
+    const bad = await run(["accounts", "invite", acct.id, "--email", "nope"], { env });
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toContain("email");
+  });
+
   it("attention list / retry: the cards the recovery pass gave up on, handed back once fixed", async () => {
     const account = await s.newAccount({ name: "Follow-up" });
     const key = await account.key();

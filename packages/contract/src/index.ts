@@ -241,6 +241,22 @@ export const errorEnvelopeSchema = z
 // Operator API (DESIGN 3.3)
 export const mode = z.enum(["test", "live"]);
 export const role = z.enum(["full", "agent"]);
+// Owners and the dashboard (DESIGN 3.9)
+export const ownerEmail = z.string().trim().max(254).email("must be an email address");
+export const ownerPassword = z.string().min(10, "must have at least 10 characters").max(200, "must have at most 200 characters");
+export const ownerInvite = z.object({
+  account_id: z.string(),
+  email: z.string(),
+  invite_url: z.string().describe("One-time link (valid 24 h) where the owner sets a password; the token is in the fragment, which browsers never send to a server"),
+  expires_at: timestamp,
+});
+export const signInInput = z.strictObject({ email: ownerEmail, password: z.string().min(1).max(200) });
+export const acceptInviteInput = z.strictObject({ token: z.string().regex(/^inv_[A-Za-z0-9]{20,80}$/, "must be the invite link's token (inv_…)"), password: ownerPassword });
+export const ownerSession = z.object({
+  owner: z.object({ id: z.string(), email: z.string(), account_id: z.string(), session_expires_at: timestamp }),
+  csrf_token: z.string().describe("Send as the X-CSRF-Token header with every state-changing request of this session"),
+});
+
 /** GET /v1/api_keys/current: the key making the request (tools such as the MCP server pick their tool set by its role). */
 export const currentKey = z.object({
   id: z.string(),

@@ -1,6 +1,7 @@
 import { AppError, credentialOf, safeEqual, sha256, type Services } from "@cardctl/api";
 import type { FastifyInstance } from "fastify";
 import { sendError } from "./errors.js";
+import { csrfError, SESSION_COOKIE, sessionOf } from "./owner-session.js";
 import { queryCarriesCredential } from "./secrets-in-urls.js";
 
 /** Paths that need no credentials. */
@@ -14,7 +15,7 @@ export const isAdminPath = (url: string) => url.startsWith("/admin/");
  * be per key, or per IP for requests without a valid key), and a failure is answered after, so
  * 401s carry rate-limit headers and count against the caller's IP.
  */
-export function registerAuth(app: FastifyInstance, services: Services, adminTokenHash: string) {
+export function registerAuth(app: FastifyInstance, services: Services, adminTokenHash: string, dashboardOrigin: string) {
   app.addHook("onRequest", async (req) => {
     const url = req.url;
     // On every path: a key in a URL is exposed (logs, proxies, browser history) whatever it reached.
@@ -32,6 +33,17 @@ export function registerAuth(app: FastifyInstance, services: Services, adminToke
     if (isAdminPath(url)) {
       req.isAdmin = isAdminToken;
       if (!req.isAdmin) req.authError = adminAuthError(req.headers.authorization, secret);
+      return;
+    }
+    // The dashboard: an owner's session cookie authenticates /trpc when no API key is sent.
+    if (!req.headers.authorization && url.startsWith("/trpc/") && req.cookies[SESSION_COOKIE]) {
+      const owner = await sessionOf(req, services);
+      if (!owner) req.authError = new AppError(401, "unauthorized", "Not signed in, or the session ended: sign in again.");
+      else {
+        req.authError = csrfError(req, dashboardOrigin, owner);
+        const mode = req.headers["cardctl-mode"] === "live" ? "live" : "test";
+        req.principal = { keyId: owner.ownerId, ownerId: owner.ownerId, accountId: owner.accountId, mode, role: "full" };
+      }
       return;
     }
     try {

@@ -423,6 +423,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/v1/accounts/{id}/owners": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Invite an owner: a one-time link, valid 24 h, to set a password and sign in to the dashboard */
+        post: operations["inviteOwner"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/admin/v1/accounts/{id}/keys": {
         parameters: {
             query?: never;
@@ -2855,6 +2872,66 @@ export interface operations {
                      *     }
                      */
                     "application/json": components["schemas"]["Account"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            502: components["responses"]["ProcessorError"];
+            503: components["responses"]["ProcessorNotConfigured"];
+        };
+    };
+    inviteOwner: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @example acct_2WbH5nKs8QdL1vRc7MpT3xZf */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "email": "owner@acme.example"
+                 *     }
+                 */
+                "application/json": {
+                    /** Format: email */
+                    email: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Invite created: send the link to the owner */
+            201: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "account_id": "acct_2WbH5nKs8QdL1vRc7MpT3xZf",
+                     *       "email": "owner@acme.example",
+                     *       "invite_url": "https://cards.example.com/invite#inv_4fTq9ZkW2pLm8RxV6nBc3HdJ7sYa1GeU5oKi0MtN",
+                     *       "expires_at": "2026-11-24T09:30:00.000Z"
+                     *     }
+                     */
+                    "application/json": {
+                        account_id: string;
+                        email: string;
+                        /** @description One-time link (valid 24 h) where the owner sets a password; the token is in the fragment, which browsers never send to a server */
+                        invite_url: string;
+                        /** @description ISO 8601 UTC timestamp */
+                        expires_at: string;
+                    };
                 };
             };
             400: components["responses"]["BadRequest"];

@@ -367,4 +367,85 @@ export const IdempotencyEntity = new EntitySchema<IdempotencyRecord>({
   },
 });
 
-export const entities = [AccountEntity, ApiKeyEntity, PolicyEntity, CardEntity, ApprovalEntity, IdempotencyEntity, AuthorizationEntity, TransactionEntity, PaymentEntity];
+/** A human who signs in to the dashboard for one account (DESIGN 3.9). */
+export interface Owner {
+  id: string;
+  account_id: string;
+  /** Lower-cased; one owner per email across the service. */
+  email: string;
+  /** scrypt (passwords.ts); null until the owner accepts an invite. */
+  password_hash: string | null;
+  /** Failed sign-ins in a row, and until when sign-in is refused after too many. */
+  failed_sign_ins: number;
+  blocked_until: number | null;
+  created_at: number;
+}
+
+/** A one-time link that lets the invited email set a password (valid 24 h). */
+export interface OwnerInvite {
+  id: string;
+  account_id: string;
+  email: string;
+  token_hash: string;
+  created_at: number;
+  expires_at: number;
+  used_at: number | null;
+}
+
+/** A signed-in owner's session behind the HttpOnly cookie; its CSRF token guards state changes. */
+export interface OwnerSession {
+  id: string;
+  owner_id: string;
+  account_id: string;
+  token_hash: string;
+  csrf_token: string;
+  created_at: number;
+  /** Idle expiry: pushed forward while the session is used. */
+  expires_at: number;
+  revoked_at: number | null;
+}
+
+export const OwnerEntity = new EntitySchema<Owner>({
+  name: "Owner",
+  tableName: "owners",
+  columns: {
+    id: { ...str(40), primary: true },
+    account_id: str(40),
+    email: str(254),
+    password_hash: str(200, true),
+    failed_sign_ins: int(),
+    blocked_until: ms(true),
+    created_at: ms(),
+  },
+});
+
+export const OwnerInviteEntity = new EntitySchema<OwnerInvite>({
+  name: "OwnerInvite",
+  tableName: "owner_invites",
+  columns: {
+    id: { ...str(40), primary: true },
+    account_id: str(40),
+    email: str(254),
+    token_hash: str(64),
+    created_at: ms(),
+    expires_at: ms(),
+    used_at: ms(true),
+  },
+});
+
+export const OwnerSessionEntity = new EntitySchema<OwnerSession>({
+  name: "OwnerSession",
+  tableName: "owner_sessions",
+  columns: {
+    id: { ...str(40), primary: true },
+    owner_id: str(40),
+    account_id: str(40),
+    token_hash: str(64),
+    csrf_token: str(64),
+    created_at: ms(),
+    expires_at: ms(),
+    revoked_at: ms(true),
+  },
+});
+
+export const entities = [AccountEntity, ApiKeyEntity, PolicyEntity, CardEntity, ApprovalEntity, IdempotencyEntity, AuthorizationEntity, TransactionEntity, PaymentEntity, OwnerEntity, OwnerInviteEntity, OwnerSessionEntity];

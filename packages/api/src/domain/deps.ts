@@ -22,10 +22,13 @@ export interface Deps {
   afterHold?: (cardId: string) => Promise<void>;
 }
 
-/** The API key a request authenticated with. */
+/** The API key a request authenticated with, or a signed-in owner (the dashboard). */
 export interface Principal {
+  /** The key (key_…); for an owner's session, the owner (own_…), so per-key scoping (idempotency, rate limits) is per owner. */
   keyId: string;
   accountId: string;
   mode: Mode;
   role: Role;
+  /** Set when an owner's dashboard session made the request: the actor of its events. */
+  ownerId?: string;
 }

@@ -7,12 +7,14 @@ import { CardIssuer } from "./issuance.js";
 import { CardLifecycle } from "./lifecycle.js";
 import { Maintenance } from "./maintenance.js";
 import { PaymentQueue } from "./payments.js";
+import { OwnerService } from "./owners.js";
 import { PolicyService } from "./policies.js";
 
 export type Services = ReturnType<typeof createServices>;
 
 export function createServices(deps: Deps) {
   const accounts = new AccountService(deps);
+  const owners = new OwnerService(deps);
   const policies = new PolicyService(deps);
   const issuer = new CardIssuer(deps);
   const approvals = new ApprovalService(deps, accounts, policies, issuer);
@@ -21,5 +23,5 @@ export function createServices(deps: Deps) {
   const lifecycle = new CardLifecycle(deps, accounts, cards, payments);
   const idempotency = new IdempotencyStore(deps);
   const maintenance = new Maintenance(accounts, approvals, cards, issuer, idempotency, lifecycle, payments);
-  return { deps, accounts, policies, approvals, cards, lifecycle, payments, idempotency, maintenance };
+  return { deps, accounts, owners, policies, approvals, cards, lifecycle, payments, idempotency, maintenance };
 }

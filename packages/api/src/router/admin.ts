@@ -57,6 +57,23 @@ export const adminRouter = router({
       return accountView(await ctx.services.accounts.setCardholder(id, details));
     }),
 
+  inviteOwner: adminProcedure
+    .meta({
+      openapi: {
+        method: "POST",
+        path: "/accounts/{id}/owners",
+        tags,
+        summary: "Invite an owner: a one-time link, valid 24 h, to set a password and sign in to the dashboard",
+      },
+    })
+    .input(accountId.extend({ email: s.ownerEmail }).strict())
+    .output(s.ownerInvite)
+    .mutation(async ({ ctx, input }) => {
+      const invite = await ctx.services.owners.invite(input.id, input.email);
+      ctx.response.status = 201;
+      return { account_id: input.id, email: invite.email, invite_url: invite.url, expires_at: isoTime(invite.expiresAt) };
+    }),
+
   createKey: adminProcedure
     .meta({ openapi: { method: "POST", path: "/accounts/{id}/keys", tags, summary: "Create an API key (secret shown once)" } })
     .input(accountId.extend({ mode: s.mode, role: s.role.default("full"), name: z.string().min(1).max(200).optional() }).strict())

@@ -58,6 +58,24 @@ export function registerOperator(program: Command): void {
       printAccount(ctx, a);
     });
   accounts
+    .command("invite")
+    .argument("<id>", "account id (acct_…)")
+    .requiredOption("--email <email>", "the owner's email")
+    .description("Invite an owner to the dashboard: a one-time link (24 h) to set a password and sign in")
+    .action(async (id: string, o: { email: string }, cmd: Command) => {
+      const ctx = ctxOf(cmd);
+      const invite = await ctx.out.spin("Inviting the owner", () =>
+        ctx.admin("POST", `/accounts/${encodeURIComponent(id)}/owners`, { email: o.email }),
+      );
+      if (ctx.out.json) return ctx.out.printJson(invite);
+      ctx.out.line(`${ctx.out.style("✓", "green")} Invited ${invite.email} to own ${invite.account_id}.`);
+      ctx.out.kv([
+        ["Invite link", invite.invite_url],
+        ["Expires", `${relativeTime(invite.expires_at)} (${invite.expires_at})`],
+      ]);
+      ctx.out.line(ctx.out.style("Send the link to the owner privately: it works once, for whoever opens it first.", "dim"));
+    });
+  accounts
     .command("verify-kyb")
     .argument("<id>", "account id (acct_…)")
     .option("--unverified", "record that verification is NOT done (undo)")

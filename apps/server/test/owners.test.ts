@@ -1,0 +1,179 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { dbKind, expectError, startServer, type TestServer } from "./harness.js";
+import { ISO, trpc } from "./helpers.js";
+
+/**
+ * Issue 17, point 2: owners of accounts (DESIGN 3.9). The operator invites an email; the link sets
+ * a password and signs in; a session lives in an HttpOnly cookie and authenticates /trpc for the
+ * dashboard; changes need the dashboard's Origin and the session's CSRF token; an owner sees only
+ * their account; sign-in is limited per email and per IP; sign-out ends the session everywhere.
+ */
+const ORIGIN = "http://cardctl.test"; // the harness's PUBLIC_URL
+const PASSWORD = "correct horse battery";
+
+describe(`owners and dashboard sessions (${dbKind})`, () => {
+  let s: TestServer;
+  beforeAll(async () => {
+    s = await startServer();
+  });
+  afterAll(() => s.close());
+
+  /** A request as the dashboard page sends it: from our origin, with the session cookie and CSRF token when given. */
+  const page = (session?: { cookie: string; csrf?: string }, origin: string | null = ORIGIN) => ({
+    key: null,
+    headers: {
+      ...(origin ? { origin } : {}),
+      ...(session ? { cookie: session.cookie } : {}),
+      ...(session?.csrf ? { "x-csrf-token": session.csrf } : {}),
+    },
+  });
+  const cookieOf = (setCookie: string | null) => /^(cardctl_session=[^;]+)/.exec(setCookie ?? "")?.[1] ?? "";
+
+  async function invite(accountId: string, email: string) {
+    const r = await s.admin("POST", `/accounts/${accountId}/owners`, { email });
+    expect(r.status).toBe(201);
+    return r.body as { account_id: string; email: string; invite_url: string; expires_at: string };
+  }
+  /** A new account with an owner who accepted the invite: their session. */
+  async function ownerOf(email: string) {
+    const account = await s.newAccount({ name: `Owned by ${email}` });
+    const { invite_url } = await invite(account.id, email);
+    const token = invite_url.split("#")[1]!;
+    const r = await s.request("POST", "/auth/invites/accept", { ...page(), body: { token, password: PASSWORD } });
+    expect(r.status).toBe(200);
+    return { account, cookie: cookieOf(r.headers.get("set-cookie")), csrf: r.body.csrf_token as string, owner: r.body.owner };
+  }
+
+  it("invites through the operator API: a one-time link in the fragment, valid 24 h", async () => {
+    const account = await s.newAccount({ name: "Invites" });
+    const r = await invite(account.id, "  Alice@Example.COM ");
+    expect(r).toMatchObject({ account_id: account.id, email: "alice@example.com" });
+    expect(r.invite_url).toMatch(/^http:\/\/cardctl\.test\/invite#inv_[A-Za-z0-9]{40}$/);
+    expect(Date.parse(r.expires_at) - Date.now()).toBeGreaterThan(23.9 * 3600_000);
+    expect(r.expires_at).toMatch(ISO);
+    expectError(await s.admin("POST", `/accounts/${account.id}/owners`, { email: "not an email" }), 400, "validation_error");
+    expectError(await s.admin("POST", "/accounts/acct_nope/owners", { email: "bob@example.com" }), 404, "not_found");
+    const other = await s.newAccount({ name: "Other" });
+    expectError(await s.admin("POST", `/accounts/${other.id}/owners`, { email: "alice@example.com" }), 409, "owner_exists");
+    expectError(await s.request("POST", `/admin/v1/accounts/${account.id}/owners`, { body: { email: "x@example.com" } }), 401, "unauthorized");
+  });
+
+  it("an invite sets the password once and signs in with an HttpOnly, SameSite=Lax session cookie", async () => {
+    const account = await s.newAccount({ name: "Accept" });
+    const token = (await invite(account.id, "carol@example.com")).invite_url.split("#")[1]!;
+    expectError(await s.request("POST", "/auth/invites/accept", { ...page(), body: { token, password: "short" } }), 400, "validation_error");
+    expectError(await s.request("POST", "/auth/invites/accept", { ...page(undefined, null), body: { token, password: PASSWORD } }), 403, "csrf_failed");
+    const r = await s.request("POST", "/auth/invites/accept", { ...page(), body: { token, password: PASSWORD } });
+    expect(r.status).toBe(200);
+    expect(r.body.owner).toMatchObject({ email: "carol@example.com", account_id: account.id, id: expect.stringMatching(/^own_/) });
+    expect(r.body.csrf_token).toMatch(/^[A-Za-z0-9]{32}$/);
+    const setCookie = r.headers.get("set-cookie")!;
+    expect(setCookie).toMatch(/^cardctl_session=[A-Za-z0-9]{43}; Path=\/; HttpOnly; SameSite=Lax$/);
+    expectError(await s.request("POST", "/auth/invites/accept", { ...page(), body: { token, password: PASSWORD } }), 400, "invite_invalid");
+    // A new invite of the same email resets the password, and only the newest link works.
+    const older = (await invite(account.id, "carol@example.com")).invite_url.split("#")[1]!;
+    const newer = (await invite(account.id, "carol@example.com")).invite_url.split("#")[1]!;
+    expectError(await s.request("POST", "/auth/invites/accept", { ...page(), body: { token: older, password: PASSWORD } }), 400, "invite_invalid");
+    expect((await s.request("POST", "/auth/invites/accept", { ...page(), body: { token: newer, password: `${PASSWORD}!` } })).status).toBe(200);
+    const session = await s.request("GET", "/auth/session", page({ cookie: cookieOf(setCookie) }));
+    expect(session.status).toBe(200);
+    expect(session.body).toEqual(r.body);
+    expectError(await s.request("GET", "/auth/session", page()), 401, "unauthorized");
+  });
+
+  it("the session authenticates /trpc for its own account only; never /v1", async () => {
+    const a = await ownerOf("dana@example.com");
+    const b = await s.newAccount({ name: "Someone else" });
+    const bKey = await b.key();
+    const bCard = (await s.request("POST", "/v1/cards", { key: bKey, body: { amount_cents: 500 } })).body;
+    const t = trpc(s);
+    const balance = await t.query("balance.retrieve", undefined, page(a));
+    expect(balance.status).toBe(200);
+    expect(balance.body.result.data).toMatchObject({ open_cards: 0, setup_complete: true });
+    const cards = await t.query("cards.list", {}, page(a));
+    expect(cards.body.result.data.data).toEqual([]);
+    expect((await t.query("cards.get", { id: bCard.id }, page(a))).status).toBe(404);
+    expectError(await s.request("GET", "/v1/balance", page(a)), 401, "unauthorized");
+    expect((await t.query("balance.retrieve", undefined, page({ cookie: "cardctl_session=AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA" }))).status).toBe(401);
+  });
+
+  it("a change needs the dashboard's Origin and the session's CSRF token", async () => {
+    const a = await ownerOf("erin@example.com");
+    const t = trpc(s);
+    const body = { approval_required: true, max_amount_cents: 2000 };
+    expect((await t.mutation("policies.updateDefault", body, page({ cookie: a.cookie }))).status).toBe(403);
+    expect((await t.mutation("policies.updateDefault", body, page({ cookie: a.cookie, csrf: "wrong" }))).status).toBe(403);
+    expect((await t.mutation("policies.updateDefault", body, page(a, "https://evil.example"))).status).toBe(403);
+    expect((await t.mutation("policies.updateDefault", body, page(a, null))).status).toBe(403);
+    const ok = await t.mutation("policies.updateDefault", body, page(a));
+    expect(ok.status).toBe(200);
+    expect(ok.body.result.data).toEqual(body);
+    // An owner acts with full rights: approving works (an agent key could not).
+    const agent = await a.account.key("test", "agent");
+    const pending = await s.request("POST", "/v1/cards", { key: agent, body: { amount_cents: 700 } });
+    expect(pending.status).toBe(202);
+    const approved = await t.mutation("approvals.approve", { id: pending.body.approval_id }, page(a));
+    expect(approved.status).toBe(201);
+    expect(approved.body.result.data).toMatchObject({ status: "OPEN", spending_limit_cents: 700 });
+  });
+
+  it("signs in with email and password; 5 failures in a row block the email for 15 minutes", async () => {
+    const a = await ownerOf("frank@example.com");
+    const signIn = (email: string, password: string) => s.request("POST", "/auth/sign-in", { ...page(), body: { email, password } });
+    const ok = await signIn("FRANK@example.com", PASSWORD);
+    expect(ok.status).toBe(200);
+    expect(ok.body.owner).toMatchObject({ id: a.owner.id, account_id: a.account.id });
+    expect(cookieOf(ok.headers.get("set-cookie"))).not.toBe(a.cookie);
+    expectError(await signIn("frank@example.com", "wrong password"), 401, "invalid_credentials");
+    expectError(await signIn("nobody@example.com", PASSWORD), 401, "invalid_credentials");
+    expectError(await s.request("POST", "/auth/sign-in", { ...page(undefined, null), body: { email: "frank@example.com", password: PASSWORD } }), 403, "csrf_failed");
+    for (let i = 0; i < 4; i++) expectError(await signIn("frank@example.com", `wrong ${i}`), 401, "invalid_credentials");
+    const blocked = await signIn("frank@example.com", PASSWORD);
+    expectError(blocked, 429, "rate_limited");
+    expect(blocked.body.error.details.retry_after_seconds).toBeGreaterThan(14 * 60);
+    // The sessions already open are not affected.
+    expect((await s.request("GET", "/auth/session", page(a))).status).toBe(200);
+  });
+
+  it("signing out revokes the session everywhere; an idle session ends after 12 h", async () => {
+    const a = await ownerOf("gina@example.com");
+    expectError(await s.request("POST", "/auth/sign-out", page({ cookie: a.cookie })), 403, "csrf_failed");
+    const out = await s.request("POST", "/auth/sign-out", page(a));
+    expect(out.status).toBe(204);
+    expect(out.headers.get("set-cookie")).toMatch(/^cardctl_session=;/);
+    expectError(await s.request("GET", "/auth/session", page(a)), 401, "unauthorized");
+    expect((await trpc(s).query("balance.retrieve", undefined, page(a))).status).toBe(401);
+
+    const b = await ownerOf("hal@example.com");
+    await s.query("UPDATE owner_sessions SET expires_at = ? WHERE owner_id = ?", [Date.now() - 1, b.owner.id]);
+    expectError(await s.request("GET", "/auth/session", page(b)), 401, "unauthorized");
+  });
+});
+
+describe(`owner sign-in limits and cookies (${dbKind})`, () => {
+  it("limits sign-in attempts per client IP: 20 per 15 minutes", async () => {
+    const s = await startServer();
+    try {
+      const statuses: number[] = [];
+      for (let i = 0; i < 21; i++)
+        statuses.push((await s.request("POST", "/auth/sign-in", { key: null, headers: { origin: ORIGIN }, body: { email: `ip${i}@example.com`, password: "whatever" } })).status);
+      expect(statuses.slice(0, 20)).toEqual(Array(20).fill(401));
+      expect(statuses[20]).toBe(429);
+    } finally {
+      await s.close();
+    }
+  });
+
+  it("sets Secure on the cookie when PUBLIC_URL is https", async () => {
+    const s = await startServer({ PUBLIC_URL: "https://cards.example.com" });
+    try {
+      const account = await s.newAccount({ name: "Secure" });
+      const token = (await s.admin("POST", `/accounts/${account.id}/owners`, { email: "ivy@example.com" })).body.invite_url.split("#")[1];
+      const r = await s.request("POST", "/auth/invites/accept", { key: null, headers: { origin: "https://cards.example.com" }, body: { token, password: PASSWORD } });
+      expect(r.status).toBe(200);
+      expect(r.headers.get("set-cookie")).toMatch(/; Secure/);
+    } finally {
+      await s.close();
+    }
+  });
+});

@@ -1,0 +1,165 @@
+import type { EntityManager } from "typeorm";
+import { isUniqueViolation } from "../db/datasource.js";
+import { AccountEntity, OwnerEntity, OwnerInviteEntity, OwnerSessionEntity, type Owner } from "../db/entities.js";
+import type { Deps } from "./deps.js";
+import { AppError, notFound } from "./errors.js";
+import { isoTime, newId, randomToken } from "./ids.js";
+import { hashPassword, verifyPassword } from "./passwords.js";
+import { sha256 } from "./secrets.js";
+
+const INVITE_TTL_MS = 24 * 60 * 60 * 1000;
+/** Sessions end after 12 h without use (DESIGN 3.9); using one pushes its end forward. */
+export const SESSION_IDLE_MS = 12 * 60 * 60 * 1000;
+/** A session's expiry is pushed forward at most this often (one write per minute, not per request). */
+const TOUCH_EVERY_MS = 60 * 1000;
+/** Failed sign-ins in a row that block an email's sign-in, and for how long. */
+const MAX_FAILED_SIGN_INS = 5;
+const BLOCK_MS = 15 * 60 * 1000;
+
+/** A signed-in owner, as the HTTP layer hands it to procedures. */
+export interface OwnerPrincipal {
+  ownerId: string;
+  email: string;
+  accountId: string;
+  sessionId: string;
+  csrfToken: string;
+  expiresAt: number;
+}
+
+/** A new session: the cookie's value (shown once, stored hashed) and what the page needs. */
+export interface NewSession {
+  token: string;
+  owner: OwnerPrincipal;
+}
+
+const invalidCredentials = () => new AppError(401, "invalid_credentials", "Wrong email or password.");
+const invalidInvite = () => new AppError(400, "invite_invalid", "This invite link is invalid, used or expired: ask the operator for a new one.");
+export const normalizeEmail = (email: string) => email.trim().toLowerCase();
+
+/** Owners of accounts: invites, passwords, sign-in and sessions (DESIGN 3.9). */
+export class OwnerService {
+  constructor(private readonly deps: Deps) {}
+
+  private get ds() {
+    return this.deps.ds;
+  }
+
+  /**
+   * The operator invites an email to own an account: a one-time link, valid 24 h, that lets it set
+   * a password (and signs it in). Inviting an existing owner of the account again works as a
+   * password reset (and spends the earlier links); an email that owns another account is refused.
+   */
+  async invite(accountId: string, rawEmail: string): Promise<{ email: string; url: string; expiresAt: number }> {
+    if (!(await this.ds.getRepository(AccountEntity).findOneBy({ id: accountId }))) throw notFound("account");
+    const email = normalizeEmail(rawEmail);
+    const now = Date.now();
+    const owners = this.ds.getRepository(OwnerEntity);
+    let owner = await owners.findOneBy({ email });
+    if (!owner) {
+      try {
+        await owners.insert({ id: newId("own"), account_id: accountId, email, password_hash: null, failed_sign_ins: 0, blocked_until: null, created_at: now });
+      } catch (err) {
+        if (!isUniqueViolation(err)) throw err; // invited twice at once: the other insert made it
+      }
+      owner = await owners.findOneByOrFail({ email });
+    }
+    if (owner.account_id !== accountId)
+      throw new AppError(409, "owner_exists", `${email} already owns another account; an owner signs in to one account only.`);
+    const token = `inv_${randomToken(40)}`;
+    const expiresAt = now + INVITE_TTL_MS;
+    // The newest link is the one that works: earlier unused ones for this email are spent.
+    await this.ds.query("UPDATE owner_invites SET used_at = ? WHERE email = ? AND used_at IS NULL", [now, email]);
+    await this.ds.getRepository(OwnerInviteEntity).insert({ id: newId("inv"), account_id: accountId, email, token_hash: sha256(token), created_at: now, expires_at: expiresAt, used_at: null });
+    // The token travels in the fragment: browsers never send it to a server, so no log holds it.
+    return { email, url: `${this.deps.config.publicUrl}/invite#${token}`, expiresAt };
+  }
+
+  /** Spends an invite: the owner's password is set and a session starts. The claim is one conditional update: a link works once. */
+  async acceptInvite(token: string, password: string): Promise<NewSession> {
+    const hash = await hashPassword(password);
+    return this.ds.transaction(async (m) => {
+      const now = Date.now();
+      const invite = await m.getRepository(OwnerInviteEntity).findOneBy({ token_hash: sha256(token) });
+      if (!invite || invite.used_at !== null || invite.expires_at <= now) throw invalidInvite();
+      const claimed = await m
+        .createQueryBuilder()
+        .update(OwnerInviteEntity)
+        .set({ used_at: now })
+        .where("id = :id AND used_at IS NULL", { id: invite.id })
+        .execute();
+      if (claimed.affected !== 1) throw invalidInvite();
+      const owner = await m.getRepository(OwnerEntity).findOneByOrFail({ email: invite.email });
+      await m.getRepository(OwnerEntity).update({ id: owner.id }, { password_hash: hash, failed_sign_ins: 0, blocked_until: null });
+      return this.startSession(m, owner, now);
+    });
+  }
+
+  /**
+   * Email and password to a session. After 5 failures in a row the email is blocked for 15 minutes
+   * (429), whatever the password; unknown emails cost the same time as known ones.
+   */
+  async signIn(rawEmail: string, password: string): Promise<NewSession> {
+    const email = normalizeEmail(rawEmail);
+    const owners = this.ds.getRepository(OwnerEntity);
+    const owner = await owners.findOneBy({ email });
+    const now = Date.now();
+    if (owner?.blocked_until && owner.blocked_until > now) {
+      const seconds = Math.ceil((owner.blocked_until - now) / 1000);
+      throw new AppError(429, "rate_limited", `Too many failed sign-ins for this email; try again in ${Math.ceil(seconds / 60)} minutes.`, { retry_after_seconds: seconds });
+    }
+    const ok = await verifyPassword(password, owner?.password_hash ?? null);
+    if (!owner || !ok) {
+      if (owner)
+        await this.ds.query(
+          // blocked_until first: MySQL evaluates SET left to right with the new values so far.
+          "UPDATE owners SET blocked_until = CASE WHEN failed_sign_ins + 1 >= ? THEN ? ELSE blocked_until END, failed_sign_ins = failed_sign_ins + 1 WHERE id = ?",
+          [MAX_FAILED_SIGN_INS, now + BLOCK_MS, owner.id],
+        );
+      throw invalidCredentials();
+    }
+    if (owner.failed_sign_ins > 0) await owners.update({ id: owner.id }, { failed_sign_ins: 0, blocked_until: null });
+    return this.ds.transaction((m) => this.startSession(m, owner, now));
+  }
+
+  private async startSession(m: EntityManager, owner: Owner, now: number): Promise<NewSession> {
+    const token = randomToken(43);
+    const session = {
+      id: newId("sess"),
+      owner_id: owner.id,
+      account_id: owner.account_id,
+      token_hash: sha256(token),
+      csrf_token: randomToken(32),
+      created_at: now,
+      expires_at: now + SESSION_IDLE_MS,
+      revoked_at: null,
+    };
+    await m.getRepository(OwnerSessionEntity).insert(session);
+    return {
+      token,
+      owner: { ownerId: owner.id, email: owner.email, accountId: owner.account_id, sessionId: session.id, csrfToken: session.csrf_token, expiresAt: session.expires_at },
+    };
+  }
+
+  /** The session behind a cookie's token, or null (unknown, revoked, idle too long); using it keeps it alive. */
+  async authenticate(token: string): Promise<OwnerPrincipal | null> {
+    const session = await this.ds.getRepository(OwnerSessionEntity).findOneBy({ token_hash: sha256(token) });
+    const now = Date.now();
+    if (!session || session.revoked_at !== null || session.expires_at <= now) return null;
+    const owner = await this.ds.getRepository(OwnerEntity).findOneBy({ id: session.owner_id });
+    if (!owner) return null;
+    let expiresAt = session.expires_at;
+    if (now + SESSION_IDLE_MS - expiresAt > TOUCH_EVERY_MS) {
+      expiresAt = now + SESSION_IDLE_MS;
+      await this.ds.query("UPDATE owner_sessions SET expires_at = ? WHERE id = ? AND revoked_at IS NULL AND expires_at < ?", [expiresAt, session.id, expiresAt]);
+    }
+    return { ownerId: owner.id, email: owner.email, accountId: session.account_id, sessionId: session.id, csrfToken: session.csrf_token, expiresAt };
+  }
+
+  /** Signs out: the session is revoked for good (every instance sees it at once: it is a row). */
+  async signOut(sessionId: string): Promise<void> {
+    await this.ds.query("UPDATE owner_sessions SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL", [Date.now(), sessionId]);
+  }
+}
+
+/** A signed-in owner as the API shows it. */
+export const ownerView = (o: OwnerPrincipal) => ({ id: o.ownerId, email: o.email, account_id: o.accountId, session_expires_at: isoTime(o.expiresAt) });
