@@ -47,6 +47,8 @@ const ADMIN_TOKEN = `adm_bench_${randomBytes(16).toString("hex")}`;
 const MYSQL_ROOT = "mysql://root@127.0.0.1:3306/";
 const WEBHOOK_SECRET = `whsec_bench_${randomBytes(16).toString("hex")}`;
 const AUTHORIZATION_CASE = "issuing_authorization.request beside POST /v1/cards";
+const WEBHOOKS_NONE = "POST /v1/cards, no webhook endpoints";
+const WEBHOOKS_THREE = "POST /v1/cards, 3 webhook endpoints (1 hanging)";
 
 // ---------------------------------------------------------------- processes
 
@@ -204,8 +206,8 @@ async function api(base: string, method: string, path: string, auth: string, bod
 
 const token = (n: number) => randomBytes(n).toString("base64url").replace(/[-_]/g, "x").slice(0, n);
 
-/** An account with complete setup and a full test key (operator API), and `cards` cards (direct SQL). */
-async function seedAccount(base: string, sql: Sql, name: string, cards: number): Promise<Seeded> {
+/** An account with complete setup and a full test key (operator API), and `cards` cards (direct SQL; none: no `sql`). */
+async function seedAccount(base: string, sql: Sql | null, name: string, cards: number): Promise<Seeded> {
   const account = await api(base, "POST", "/admin/v1/accounts", ADMIN_TOKEN, { name });
   await api(base, "POST", `/admin/v1/accounts/${account.id}/kyb`, ADMIN_TOKEN, { verified: true });
   await api(base, "POST", `/admin/v1/accounts/${account.id}/payment_method`, ADMIN_TOKEN, { payment_method: "pm_card_visa" });
@@ -241,7 +243,7 @@ async function seedAccount(base: string, sql: Sql, name: string, cards: number):
       if (status === "OPEN") openProcessorCardIds.push(processorCardId);
     }
     const tuple = `(${cols.map(() => "?").join(", ")})`;
-    await sql.exec(`INSERT INTO cards (${cols.join(", ")}) VALUES ${Array(n).fill(tuple).join(", ")}`, rows);
+    await sql!.exec(`INSERT INTO cards (${cols.join(", ")}) VALUES ${Array(n).fill(tuple).join(", ")}`, rows);
   }
   return { key: key.secret, accountId: account.id, cardIds, openProcessorCardIds };
 }
@@ -433,6 +435,36 @@ function authorizationCase(a: Seeded): Case {
   };
 }
 
+/**
+ * Card creation on an account without webhook endpoints, then on one with three (two receivers
+ * that answer at once, one that never answers): every card's event is delivered three times by the
+ * server's worker meanwhile, and the hanging receiver holds its share of the worker's slots.
+ */
+async function webhookCases(kind: "sqlite" | "mysql", server: Proc): Promise<Result[]> {
+  const receiver = await startProcess("bench/webhook-receiver.ts", {}, /receiver listening on (\S+)/);
+  try {
+    const none = await seedAccount(server.url, null, "Bench webhooks none", 0);
+    const three = await seedAccount(server.url, null, "Bench webhooks 3", 0);
+    for (const path of ["/ok-1", "/ok-2", "/hang"]) await api(server.url, "POST", "/v1/webhook_endpoints", three.key, { url: receiver.url + path, events: ["*"] });
+    const create = (name: string, key: string): Case => ({
+      name,
+      target: "server",
+      key,
+      method: "POST",
+      path: "/v1/cards",
+      body: JSON.stringify({ amount_cents: 1500, agent_id: "bench-agent", purpose: "benchmark" }),
+      idempotent: true,
+    });
+    const without = await measure(kind, create(WEBHOOKS_NONE, none.key), server.url, server.child.pid!);
+    const withThree = await measure(kind, create(WEBHOOKS_THREE, three.key), server.url, server.child.pid!);
+    withThree.ratio = Math.round((withThree.reqPerSec / without.reqPerSec) * 100) / 100;
+    process.stdout.write(`  ${kind.padEnd(7)} webhooks: ${withThree.reqPerSec} vs ${without.reqPerSec} creates/s, ratio ${withThree.ratio}, ${withThree.ratio >= 0.9 ? "within" : "NOT within"} 10%\n`);
+    return [without, withThree];
+  } finally {
+    await receiver.stop();
+  }
+}
+
 // ---------------------------------------------------------------- one database
 
 interface DbRun {
@@ -460,6 +492,8 @@ async function runDatabase(kind: "sqlite" | "mysql", stamp: string, withMemory: 
         RATE_LIMIT_PER_HOUR: "1000000000",
         MAINTENANCE_INTERVAL_MS: "0",
         STRIPE_WEBHOOK_SECRET: WEBHOOK_SECRET,
+        // The bench's webhook receivers listen on 127.0.0.1.
+        WEBHOOK_ALLOW_PRIVATE: "1",
       },
       /cardctl listening on ([^\s"]+)/,
       CPU_PROF ? ["--cpu-prof", `--cpu-prof-dir=${resolve(CPU_PROF)}`] : [],
@@ -501,6 +535,7 @@ async function runDatabase(kind: "sqlite" | "mysql", stamp: string, withMemory: 
       ]);
       rounds.push(decided);
     }
+    if (!LAYERS && (!ONLY || WEBHOOKS_THREE.includes(ONLY) || WEBHOOKS_NONE.includes(ONLY))) rounds.push(...(await webhookCases(kind, server)));
     const results = ROUNDS > 1 ? medians(rounds) : rounds;
     for (const c of all) {
       const r = results.find((x) => x.name === c.name);
@@ -564,6 +599,8 @@ function targets(results: Result[], memory: DbRun["memory"]): string[] {
   const ok = (b: boolean) => (b ? "met" : "NOT met");
   for (const r of results) {
     if (r.name.startsWith("GET /v1/") && r.ratio !== undefined) out.push(`${r.db} ${r.name} ≥ 60% of baseline: ${Math.round(r.ratio * 100)}%, ${ok(r.ratio >= 0.6)}`);
+    if (r.name === WEBHOOKS_THREE && r.ratio !== undefined)
+      out.push(`${r.db} ${r.name} within 10% of none: ${Math.round(r.ratio * 100)}%, ${ok(r.ratio >= 0.9 && !r.non2xx && !r.errors)}`);
     if (r.name === AUTHORIZATION_CASE) out.push(`${r.db} ${r.name}: p99 < 100 ms: p99 ${r.p99} ms, ${ok(r.p99 < 100 && !r.non2xx && !r.errors)}`);
     if (r.name === "POST /v1/cards") {
       const floor = r.db === "sqlite" ? 1500 : 600;

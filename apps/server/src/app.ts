@@ -1,5 +1,5 @@
 import "./http/types.js";
-import { createDataSource, createServices, migrate, newId, startCheckpointer } from "@cardctl/api";
+import { createDataSource, createServices, migrate, newId, startCheckpointer, WebhookSender, WebhookWorker } from "@cardctl/api";
 import cookie from "@fastify/cookie";
 import Fastify, { LogController, type FastifyServerOptions } from "fastify";
 import pretty from "pino-pretty";
@@ -7,6 +7,7 @@ import { bootstrap } from "./bootstrap.js";
 import type { Config } from "./config.js";
 import { registerAuth, registerAuthRejection } from "./http/auth.js";
 import { registerDocs } from "./http/docs.js";
+import { registerEventStream } from "./http/event-stream.js";
 import { registerSetup } from "./http/setup.js";
 import { registerSimulatedProcessor } from "./http/simulated-processor.js";
 import { BODY_LIMIT, clientErrorHandler, frameworkErrors, registerBodyShape, registerErrorShaping, registerNotFound } from "./http/errors.js";
@@ -51,6 +52,12 @@ export async function buildApp(config: Config, opts: AppOptions = {}) {
       cardTtlMs: config.cardTtlSeconds * 1000,
       processorTimeoutMs: config.processorTimeoutMs,
       creationLeaseMs: config.creationLeaseMs,
+      webhooks: {
+        allowPrivate: config.webhookAllowPrivate,
+        timeoutMs: config.webhookTimeoutMs,
+        retryBaseMs: config.webhookRetryBaseMs,
+        retryWindowMs: config.webhookRetryWindowMs,
+      },
     },
     afterHold: opts.afterHold,
   });
@@ -105,10 +112,16 @@ export async function buildApp(config: Config, opts: AppOptions = {}) {
   registerSetup(app, services, config.publicUrl);
   registerSimulatedProcessor(app, processors.simulated);
   registerTransports(app, services);
+  registerEventStream(app, services, config.eventStreamHeartbeatMs);
   registerMcp(app, config.publicUrl);
   registerOwnerSessions(app, services, config.publicUrl);
   await registerStripeWebhooks(app, services, config.stripeWebhookSecret);
+  // Outgoing webhooks are delivered by every instance, from the database's queue (leased claims).
+  const sender = new WebhookSender({ timeoutMs: config.webhookTimeoutMs, allowPrivate: config.webhookAllowPrivate });
+  const webhookWorker = new WebhookWorker(services.webhookDeliveries, sender.send, (err, msg) => app.log.error({ err }, msg), () => sender.close());
+  app.addHook("onReady", async () => webhookWorker.start());
   app.addHook("onClose", async () => {
+    await webhookWorker.stop();
     await stopCheckpointer();
     await ds.destroy();
   });

@@ -26,6 +26,16 @@ export interface Config {
   creationLeaseMs: number;
   /** Interval of the maintenance pass (expiry sweep and recovery); 0 disables the timer. */
   maintenanceIntervalMs: number;
+  /** Interval of the comment lines that keep an idle event stream (GET /v1/events/stream) open through proxies. */
+  eventStreamHeartbeatMs: number;
+  /** WEBHOOK_ALLOW_PRIVATE: webhook endpoints may use http:// and loopback/private addresses (tests, LANs). */
+  webhookAllowPrivate: boolean;
+  /** Longest a webhook attempt may take for a whole answer. */
+  webhookTimeoutMs: number;
+  /** First webhook retry delay; it doubles (with jitter) up to 6 hours. */
+  webhookRetryBaseMs: number;
+  /** Webhook retries stop this long after the event; then the endpoint is disabled. */
+  webhookRetryWindowMs: number;
   logLevel: string;
   /**
    * `pretty`: human-readable logs (pino-pretty), no per-request lines below debug, and a ready
@@ -75,6 +85,13 @@ function databaseUrl(raw: string): string {
 /** Holds last about 7 days, 5 for some Visa merchant-initiated payments: cards close within 4. */
 const MAX_CARD_TTL_SECONDS = 4 * 24 * 3600;
 
+function flag(env: NodeJS.ProcessEnv, name: string): boolean {
+  const raw = (env[name] ?? "").toLowerCase();
+  if (raw === "" || raw === "0" || raw === "false" || raw === "no") return false;
+  if (raw === "1" || raw === "true" || raw === "yes") return true;
+  throw new ConfigError(`${name} must be 1 or 0 (true or false), got '${env[name]}'`);
+}
+
 function int(env: NodeJS.ProcessEnv, name: string, fallback: number, min = 0, max = Number.MAX_SAFE_INTEGER): number {
   const raw = env[name];
   if (raw === undefined || raw === "") return fallback;
@@ -119,6 +136,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, isTTY: boolean 
     requestTimeoutMs: int(env, "REQUEST_TIMEOUT_MS", 30000, 1000),
     creationLeaseMs: int(env, "CREATION_LEASE_MS", 60000, 1),
     maintenanceIntervalMs: int(env, "MAINTENANCE_INTERVAL_MS", 30000),
+    webhookAllowPrivate: flag(env, "WEBHOOK_ALLOW_PRIVATE"),
+    webhookTimeoutMs: int(env, "WEBHOOK_TIMEOUT_MS", 10000, 100),
+    webhookRetryBaseMs: int(env, "WEBHOOK_RETRY_BASE_MS", 5000, 1),
+    webhookRetryWindowMs: int(env, "WEBHOOK_RETRY_WINDOW_MS", 3 * 24 * 3600 * 1000, 1),
+    eventStreamHeartbeatMs: int(env, "EVENT_STREAM_HEARTBEAT_MS", 15000, 100),
     logLevel,
     logFormat,
   };

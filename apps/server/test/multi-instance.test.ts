@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ADMIN_TOKEN, dbKind, expectError, freshDatabase, requestTo } from "./harness.js";
 import { spawnServer, type ServerProcess } from "./processes.js";
+import { openStream } from "./sse.js";
 
 const REDIS_URL = process.env.TEST_REDIS_URL ?? "redis://127.0.0.1:6379";
 
@@ -84,6 +85,28 @@ describe.runIf(dbKind === "mysql")("two instances on one MariaDB and one Redis",
     expect(replies.filter((r) => r.status === 201)).toHaveLength(1);
     for (const r of replies.filter((r) => r.status !== 201)) expectError(r, 409, "approval_not_pending");
     expect((await onB("GET", "/v1/cards")).body.data).toHaveLength(1);
+  });
+
+  it("streams an event made on instance A to a stream on instance B; racing approvals announce once", async () => {
+    const key = await freshKey();
+    const [onA, onB] = [requestTo(a.url, key), requestTo(b.url, key)];
+    const stream = await openStream(b.url, key);
+    try {
+      const card = (await onA("POST", "/v1/cards", { body: { amount_cents: 700 } })).body;
+      expect((await stream.waitForEvent("card.created")).data.object.id).toBe(card.id);
+      const pending = (await onB("POST", "/v1/cards", { body: { amount_cents: 300, policy_override: { approval_required: true } } })).body;
+      await Promise.all(Array.from({ length: 6 }, (_, i) => (i % 2 ? onA : onB)("POST", `/v1/approvals/${pending.approval_id}/approve`)));
+      await stream.waitForEvent("approval.approved");
+      const issued = (await onA("GET", "/v1/events?type=approval.approved")).body.data;
+      expect(issued).toHaveLength(1);
+      // Every event once, in the order they were written.
+      await stream.until(() => stream.events().length >= 4, "four events");
+      const listed = (await onA("GET", "/v1/events")).body.data.filter((e: any) => e.type !== "api_key.created").reverse();
+      expect(stream.events().map((e) => e.id)).toEqual(listed.map((e: any) => e.id));
+      expect(listed.map((e: any) => e.type)).toEqual(["card.created", "approval.created", "approval.approved", "card.created"]);
+    } finally {
+      await stream.close();
+    }
   });
 
   it("logged no unexpected error on either instance (lock conflicts are retried, not 500s)", () => {

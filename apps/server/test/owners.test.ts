@@ -108,6 +108,9 @@ describe(`owners and dashboard sessions (${dbKind})`, () => {
     const ok = await t.mutation("policies.updateDefault", body, page(a));
     expect(ok.status).toBe(200);
     expect(ok.body.result.data).toEqual(body);
+    // The owner's change is an event with the owner as actor.
+    const events = await s.request("GET", "/v1/events?type=policy.updated", { key: await a.account.key() });
+    expect(events.body.data[0]).toMatchObject({ type: "policy.updated", actor: { type: "owner", id: a.owner.id }, data: { object: body } });
     // An owner acts with full rights: approving works (an agent key could not).
     const agent = await a.account.key("test", "agent");
     const pending = await s.request("POST", "/v1/cards", { key: agent, body: { amount_cents: 700 } });

@@ -1,10 +1,13 @@
 export { createDataSource, databaseKind, isUniqueViolation, migrate, type DatabaseKind } from "./db/datasource.js";
 export { startCheckpointer } from "./db/checkpointer.js";
 export type { Mode, Role } from "./db/entities.js";
-export type { DomainConfig, Deps, Principal } from "./domain/deps.js";
+export type { DomainConfig, Deps, Principal, WebhookConfig } from "./domain/deps.js";
 export { AppError, errorEnvelope, type ErrorEnvelope } from "./domain/errors.js";
 export { createServices, type Services } from "./domain/services.js";
 export { ownerView, SESSION_IDLE_MS, type OwnerPrincipal } from "./domain/owners.js";
+export { addEventFanOut, eventStatements, eventView, type EventFanOut, type EventView, type NewEvent } from "./domain/events.js";
+export { WebhookWorker, type WebhookWorkerOptions } from "./domain/webhook-worker.js";
+export { WebhookSender, type SendWebhook, type SendOutcome, type WebhookMessage } from "./webhooks/sender.js";
 export { sha256, safeEqual } from "./domain/secrets.js";
 export { credentialOf } from "./domain/credentials.js";
 export { describeIssues, validationMessage, type ValidationIssue } from "./domain/validation.js";

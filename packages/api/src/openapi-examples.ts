@@ -15,6 +15,9 @@ const AUTH_ID = "auth_5RgN0pLs7VdK2qWm9TcB4xYe";
 const TXN_ID = "txn_8JmC3vHq6ZsP1bLw4NfR7tGk";
 const ACCOUNT_ID = "acct_2WbH5nKs8QdL1vRc7MpT3xZf";
 const KEY_ID = "key_6TsM9qBv2LcW5nHd8KrP1zXg";
+const EVENT_ID = "evt_4HbN7qTz2XcM9vLd5KsR1wPf";
+const ENDPOINT_ID = "we_5KcR8tLm2QxV7nBd4HsW1zPg";
+const DELIVERY_ID = "whd_9TqL3vNc6XmB1rKd5HsW8zPg";
 
 const cardCreated = {
   id: CARD_ID,
@@ -120,6 +123,40 @@ const attentionCard = {
 };
 
 /** Example of each success response, by "method path status". */
+const cardCreatedEvent = {
+  id: EVENT_ID,
+  object: "event",
+  type: "card.created",
+  created_at: T1,
+  mode: "test",
+  actor: { type: "api_key", id: KEY_ID },
+  data: { object: cardListItem },
+};
+
+const webhookEndpoint = {
+  id: ENDPOINT_ID,
+  url: "https://example.com/cardctl/webhooks",
+  events: ["approval.created", "card.used"],
+  description: "Approvals inbox",
+  status: "enabled",
+  mode: "test",
+  created_at: T0,
+};
+
+const webhookDelivery = {
+  id: DELIVERY_ID,
+  endpoint_id: ENDPOINT_ID,
+  event_id: EVENT_ID,
+  event_type: "card.created",
+  status: "pending",
+  attempts: 2,
+  last_response_status: 500,
+  last_error: "HTTP 500",
+  next_attempt_at: "2026-11-03T14:07:52.000Z",
+  created_at: T1,
+  updated_at: "2026-11-03T14:07:47.000Z",
+};
+
 export const SUCCESS_EXAMPLES: Record<string, unknown> = {
   "post /v1/cards 201": cardCreated,
   "post /v1/cards 202": { status: "PENDING_APPROVAL", approval_id: APPROVAL_ID, expires_at: "2026-11-04T14:05:09.000Z" },
@@ -207,6 +244,13 @@ export const SUCCESS_EXAMPLES: Record<string, unknown> = {
     ],
   },
   "get /admin/v1/cards/attention 200": { data: [attentionCard] },
+  "get /v1/events 200": { data: [cardCreatedEvent], has_more: false },
+  "get /v1/events/{id} 200": cardCreatedEvent,
+  "post /v1/webhook_endpoints 201": { ...webhookEndpoint, secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw" },
+  "get /v1/webhook_endpoints 200": { data: [webhookEndpoint], has_more: false },
+  "delete /v1/webhook_endpoints/{id} 200": { id: ENDPOINT_ID, deleted: true },
+  "get /v1/webhook_endpoints/{id}/deliveries 200": { data: [webhookDelivery], has_more: false },
+  "post /v1/webhook_endpoints/{id}/deliveries/{delivery_id}/retry 200": { ...webhookDelivery, next_attempt_at: T1 },
   "post /admin/v1/cards/{id}/retry_recovery 200": attentionCard,
 };
 
@@ -223,6 +267,7 @@ export const REQUEST_EXAMPLES: Record<string, unknown> = {
   },
   "post /v1/test_helpers/authorizations/{id}/capture": { amount_cents: 1999 },
   "post /v1/test_helpers/transactions/{id}/refund": { amount_cents: 500 },
+  "post /v1/webhook_endpoints": { url: "https://example.com/cardctl/webhooks", events: ["approval.created", "card.used"], description: "Approvals inbox" },
   "post /admin/v1/accounts": { name: "Acme" },
   "post /admin/v1/accounts/{id}/kyb": { verified: true },
   "post /admin/v1/accounts/{id}/payment_method": { payment_method: "pm_card_visa" },
@@ -250,4 +295,6 @@ export const ID_EXAMPLES: Record<string, string> = {
   txn_: TXN_ID,
   acct_: ACCOUNT_ID,
   key_: KEY_ID,
+  evt_: EVENT_ID,
+  we_: ENDPOINT_ID,
 };

@@ -29,6 +29,10 @@ const SCHEMAS = {
   CreatedKey: s.createdKey,
   OperatorPayment: s.operatorPayment,
   AttentionCard: s.attentionCard,
+  Event: s.event,
+  WebhookEndpoint: s.webhookEndpoint,
+  CreatedWebhookEndpoint: s.createdWebhookEndpoint,
+  WebhookDelivery: s.webhookDelivery,
 };
 
 /** The API's keys and the operator's token: both `Authorization: Bearer …`, shown apart in /docs. */
@@ -95,6 +99,7 @@ const SUCCESS: Record<string, Record<string, { description: string; schema?: str
   "post /v1/approvals/{id}/approve": { "201": { description: "Card issued" } },
   "post /v1/test_helpers/authorizations/{id}/capture": { "201": { description: "The capture transaction" } },
   "post /v1/test_helpers/transactions/{id}/refund": { "201": { description: "The refund transaction" } },
+  "post /v1/webhook_endpoints": { "201": { description: "Endpoint created; the signing secret is shown this once" } },
   "post /admin/v1/accounts": { "201": { description: "Account created" } },
   "post /admin/v1/accounts/{id}/keys": { "201": { description: "Key created; the secret is shown this once" } },
   "post /admin/v1/accounts/{id}/owners": { "201": { description: "Invite created: send the link to the owner" } },
@@ -184,6 +189,9 @@ const OPERATION_ERRORS: Record<string, Record<string, ErrorCase[]>> = {
       E("approval_not_pending", "Approval appr_3KfT8wQz1VnB6yHc2MsLd9Xa is EXPIRED, not PENDING.", { status: "EXPIRED" }),
     ],
   },
+  "post /v1/webhook_endpoints": {
+    "409": [E("limit_exceeded", "An account has at most 16 webhook endpoints per mode; delete one first.", { limit: 16 })],
+  },
   "post /admin/v1/cards/{id}/retry_recovery": {
     "409": [E("card_not_in_attention", "This card does not need attention: the recovery pass handles it.")],
   },
@@ -244,6 +252,16 @@ const TAGS = [
   { name: "authorizations", description: "Purchases the card network asked to authorize" },
   { name: "transactions", description: "Captures and refunds" },
   { name: "test helpers", description: "Stand-ins for the card network; test keys only" },
+  {
+    name: "events",
+    description:
+      "Every state change of the account, kept 30 days. Live: GET /v1/events/stream (Server-Sent Events, `?types=a,b`, `Last-Event-ID` resumes; not described here as it is not JSON)",
+  },
+  {
+    name: "webhook endpoints",
+    description:
+      "Outgoing webhooks (full-role keys): events POSTed to your URL, signed per Standard Webhooks, retried with backoff for 3 days; deliveries and retries",
+  },
   { name: "operator", description: "The operator API at /admin/v1 (admin token): accounts, setup, keys, payments and cards to follow up" },
 ];
 
@@ -327,7 +345,7 @@ export function buildOpenApiDocument(baseUrl: string): OpenAPIObject {
       if (idempotent) op.parameters = [...(op.parameters ?? []), ref("parameters", "IdempotencyKey")];
       for (const param of op.parameters ?? []) {
         const prefix = param.in === "path" ? path.match(/\/(\w+)\/\{id\}/)?.[1] : undefined;
-        const id = prefix && ID_EXAMPLES[{ cards: "card_", approvals: "appr_", authorizations: "auth_", transactions: "txn_", accounts: "acct_", keys: "key_" }[prefix] ?? ""];
+        const id = prefix && ID_EXAMPLES[{ cards: "card_", approvals: "appr_", authorizations: "auth_", transactions: "txn_", accounts: "acct_", keys: "key_", events: "evt_", webhook_endpoints: "we_" }[prefix] ?? ""];
         if (id) param.example = id;
       }
       const body = REQUEST_EXAMPLES[key];

@@ -82,6 +82,12 @@ export const fullAccessProcedure = apiProcedure.use(({ ctx, next }) => {
   return next();
 });
 
+/** The owner of the account, signed in to the dashboard (a session cookie); API keys are refused. */
+export const ownerProcedure = apiProcedure.use(({ ctx, next }) => {
+  if (!ctx.principal.ownerId) throw forbidden("Only the account's owner, signed in to the dashboard, can do this; API keys cannot.");
+  return next();
+});
+
 /** The operator API: the admin token. */
 export const adminProcedure = t.procedure.use(({ ctx, next }) => {
   if (!ctx.admin) throw new AppError(401, "unauthorized", "The operator API needs the admin token: send it as 'Authorization: Bearer <ADMIN_TOKEN>' to /admin/v1.");

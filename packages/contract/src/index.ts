@@ -226,6 +226,100 @@ export const authorizationIdInput = z.strictObject({ id: id("auth_") });
 export const testCaptureInput = z.strictObject({ id: id("auth_"), amount_cents: cents.optional().describe("Defaults to the authorized amount; may be more (tips) or less") });
 export const testRefundInput = z.strictObject({ id: id("txn_"), amount_cents: cents.optional().describe("Defaults to the whole transaction") });
 
+// Events (DESIGN 3.7)
+/** Every event type, in the order of the lifecycle they describe. */
+export const EVENT_TYPES = [
+  "card.created",
+  "card.used",
+  "card.reopened",
+  "card.closed",
+  "card.expired",
+  "approval.created",
+  "approval.approved",
+  "approval.rejected",
+  "approval.expired",
+  "authorization.approved",
+  "authorization.declined",
+  "transaction.created",
+  "hold.captured",
+  "hold.released",
+  "payment.uncollected",
+  "processor.attention_needed",
+  "api_key.created",
+  "api_key.revoked",
+  "policy.updated",
+  "webhook_endpoint.disabled",
+] as const;
+export const eventType = z.enum(EVENT_TYPES);
+export type EventType = z.infer<typeof eventType>;
+export const event = z
+  .object({
+    id: z.string().describe("evt_…"),
+    object: z.literal("event"),
+    type: eventType,
+    created_at: timestamp,
+    mode: z.enum(["test", "live"]),
+    actor: z
+      .object({
+        type: z.enum(["api_key", "owner", "processor", "system"]),
+        id: z.string().nullable().describe("The API key (key_…) or owner (own_…); null for the processor and the system"),
+      })
+      .describe("Who caused the change"),
+    data: z.object({ object: z.record(z.string(), z.unknown()).describe("The resource as the API shows it, after the change") }),
+  })
+  .meta({ id: "Event", description: "A state change of the account, kept 30 days" });
+export const listEventsInput = z.object({ type: eventType.optional().describe("Only events of this type"), ...page });
+export const eventIdInput = z.object({ id: id("evt_") });
+
+// Outgoing webhooks (DESIGN 3.7)
+/** At most this many webhook endpoints per account and mode. */
+export const MAX_WEBHOOK_ENDPOINTS = 16;
+export const webhookEndpointStatus = z.enum(["enabled", "disabled"]);
+export const createWebhookEndpointInput = z.strictObject({
+  url: z.string().min(1).max(2048).describe("Where events are POSTed: https://… (http:// only when the server sets WEBHOOK_ALLOW_PRIVATE)"),
+  events: z
+    .array(z.enum(["*", ...EVENT_TYPES]))
+    .min(1)
+    .max(EVENT_TYPES.length + 1)
+    .describe('The event types to send, or ["*"] for all'),
+  description: z.string().max(500).optional(),
+});
+export const webhookEndpoint = z
+  .object({
+    id: z.string().describe("we_…"),
+    url: z.string(),
+    events: z.array(z.string()).describe('Event types sent to it; ["*"]: all'),
+    description: z.string().nullable(),
+    status: webhookEndpointStatus.describe("disabled: a delivery kept failing for the whole retry schedule; nothing is sent to it until a delivery is retried"),
+    mode: z.enum(["test", "live"]).describe("It receives the events of this mode only"),
+    created_at: timestamp,
+  })
+  .meta({ id: "WebhookEndpoint", description: "Where the account's events are delivered, signed (Standard Webhooks)" });
+export const createdWebhookEndpoint = webhookEndpoint
+  .extend({ secret: z.string().describe("whsec_…: the signing secret, shown this once; verify deliveries with it") })
+  .meta({ id: "CreatedWebhookEndpoint", description: "A new webhook endpoint, with its signing secret (shown this once)" });
+export const webhookEndpointIdInput = z.object({ id: id("we_") });
+export const deletedWebhookEndpoint = z.object({ id: z.string(), deleted: z.literal(true) });
+export const listWebhookEndpointsInput = z.object({ ...page });
+export const webhookDeliveryStatus = z.enum(["pending", "succeeded", "failed"]);
+export const webhookDelivery = z
+  .object({
+    id: z.string().describe("whd_…"),
+    endpoint_id: z.string(),
+    event_id: z.string(),
+    event_type: z.string(),
+    status: webhookDeliveryStatus.describe("pending: not yet delivered (retrying); succeeded: a 2xx answer; failed: the retry schedule ended, or the endpoint was disabled"),
+    attempts: z.number().int(),
+    last_response_status: z.number().int().nullable().describe("HTTP status of the last attempt; null when it got no answer"),
+    last_error: z.string().nullable(),
+    next_attempt_at: timestamp.nullable().describe("When the next attempt is due; null when none is"),
+    created_at: timestamp,
+    updated_at: timestamp,
+  })
+  .meta({ id: "WebhookDelivery", description: "One event's delivery to one endpoint" });
+export const listWebhookDeliveriesInput = z.object({ id: id("we_"), status: webhookDeliveryStatus.optional(), ...page });
+export const retryWebhookDeliveryInput = z.strictObject({ id: id("we_"), delivery_id: id("whd_") });
+
 export const errorEnvelopeSchema = z
   .object({
     error: z.object({
@@ -252,6 +346,9 @@ export const ownerInvite = z.object({
 });
 export const signInInput = z.strictObject({ email: ownerEmail, password: z.string().min(1).max(200) });
 export const acceptInviteInput = z.strictObject({ token: z.string().regex(/^inv_[A-Za-z0-9]{20,80}$/, "must be the invite link's token (inv_…)"), password: ownerPassword });
+/** The dashboard's API keys page: a key of the session's mode, made by the owner. */
+export const ownerCreateKeyInput = z.strictObject({ role, name: z.string().trim().min(1).max(200).optional() });
+export const keyIdInput = z.strictObject({ id: id("key_") });
 export const ownerSession = z.object({
   owner: z.object({ id: z.string(), email: z.string(), account_id: z.string(), session_expires_at: timestamp }),
   csrf_token: z.string().describe("Send as the X-CSRF-Token header with every state-changing request of this session"),

@@ -1,6 +1,7 @@
 import { HttpClient, sleepUntil, type ClientOptions, type RequestOptions } from "./core.js";
 import { APIConnectionError, CardctlError, DecisionTimeoutError, InternalServerError, NotFoundError, ProcessorError, RateLimitError, UserAbortError } from "./errors.js";
 import { PagePromise } from "./pagination.js";
+import { streamEvents, type EventStreamOptions } from "./event-stream.js";
 import type {
   Approval,
   ApprovalListParams,
@@ -17,7 +18,11 @@ import type {
   CardDetail,
   CardListParams,
   CardRetrieveParams,
+  CreatedWebhookEndpoint,
   CurrentApiKey,
+  DeletedWebhookEndpoint,
+  Event,
+  EventListParams,
   ListByCardParams,
   ListResponse,
   Policy,
@@ -31,6 +36,11 @@ import type {
   TestCaptureParams,
   TestRefundParams,
   Transaction,
+  WebhookDelivery,
+  WebhookDeliveryListParams,
+  WebhookEndpoint,
+  WebhookEndpointCreateParams,
+  WebhookEndpointListParams,
 } from "./types.js";
 
 /**
@@ -50,6 +60,12 @@ export type CardListQuery = ListParams<CardListParams>;
 export type ApprovalListQuery = ListParams<ApprovalListParams>;
 /** Query of `authorizations.list` and `transactions.list`. */
 export type ListByCardQuery = ListParams<ListByCardParams>;
+/** Query of `events.list`. */
+export type EventListQuery = ListParams<EventListParams>;
+/** Query of `webhookEndpoints.list`. */
+export type WebhookEndpointListQuery = ListParams<WebhookEndpointListParams>;
+/** Query of `webhookEndpoints.deliveries`. */
+export type WebhookDeliveryListQuery = ListParams<WebhookDeliveryListParams>;
 
 /** How an approval request ended. */
 export type ApprovalDecision =
@@ -383,6 +399,88 @@ export class Authorizations extends LifecycleList<Authorization> {}
 /** Transactions: what settled on cards (captures) and came back (refunds). */
 export class Transactions extends LifecycleList<Transaction> {}
 
+/** The account's events (kept 30 days): list, get, and a live stream. */
+export class Events {
+  /** @internal Use `new Cardctl(...).events`. */
+  constructor(private readonly http: HttpClient) {}
+
+  /** Lists events newest first (`GET /v1/events`), `type` filters; `await` for one page or `for await` for all. */
+  list(params: EventListQuery = {}, options?: RequestOptions): PagePromise<Event> {
+    return new PagePromise<Event>((cursor) =>
+      this.http.request<ListResponse<Event>>({ method: "GET", path: "/events", query: { ...params, starting_after: cursor ?? params.starting_after }, options }),
+    );
+  }
+
+  /**
+   * Gets one event (`GET /v1/events/{id}`).
+   * @throws {NotFoundError} no such event for this key (or older than 30 days).
+   */
+  get(id: string, options?: RequestOptions): Promise<Event> {
+    return this.http.request({ method: "GET", path: `/events/${seg(id)}`, options });
+  }
+
+  /**
+   * The account's new events as they happen (`GET /v1/events/stream`, Server-Sent Events):
+   * `for await (const event of client.events.stream({ types: ["card.created"] }))`. Reconnects
+   * after a drop, resuming after the last event; ends when `signal` fires or the loop breaks.
+   * @throws {AuthenticationError} the key was refused; {@link ValidationError} unknown types.
+   */
+  stream(options: EventStreamOptions = {}): AsyncGenerator<Event, void, undefined> {
+    return streamEvents(this.http, options);
+  }
+}
+
+/** Outgoing webhooks (full-role keys): endpoints that receive the account's events, signed; their deliveries. */
+export class WebhookEndpoints {
+  /** @internal Use `new Cardctl(...).webhookEndpoints`. */
+  constructor(private readonly http: HttpClient) {}
+
+  /**
+   * Creates an endpoint (`POST /v1/webhook_endpoints`) for `events` (types, or `["*"]`) of the key's
+   * mode. The answer carries `secret` (`whsec_…`), shown this once: verify deliveries with it, e.g.
+   * `new Webhook(secret).verify(body, headers)` of the `standardwebhooks` package.
+   * @throws {ValidationError} a URL that is not https or resolves to a private address, unknown types.
+   */
+  create(params: WebhookEndpointCreateParams, options?: RequestOptions): Promise<CreatedWebhookEndpoint> {
+    return this.http.request({ method: "POST", path: "/webhook_endpoints", body: params, options });
+  }
+
+  /** Lists endpoints newest first (`GET /v1/webhook_endpoints`); `await` for one page or `for await` for all. */
+  list(params: WebhookEndpointListQuery = {}, options?: RequestOptions): PagePromise<WebhookEndpoint> {
+    return new PagePromise<WebhookEndpoint>((cursor) =>
+      this.http.request<ListResponse<WebhookEndpoint>>({ method: "GET", path: "/webhook_endpoints", query: { ...params, starting_after: cursor ?? params.starting_after }, options }),
+    );
+  }
+
+  /**
+   * Deletes an endpoint and its deliveries (`DELETE /v1/webhook_endpoints/{id}`).
+   * @throws {NotFoundError} no such endpoint for this key (or already deleted).
+   */
+  del(id: string, options?: RequestOptions): Promise<DeletedWebhookEndpoint> {
+    return this.http.request({ method: "DELETE", path: `/webhook_endpoints/${seg(id)}`, options });
+  }
+
+  /** Lists an endpoint's deliveries newest first (`GET /v1/webhook_endpoints/{id}/deliveries`), `status` filters. */
+  deliveries(id: string, params: WebhookDeliveryListQuery = {}, options?: RequestOptions): PagePromise<WebhookDelivery> {
+    return new PagePromise<WebhookDelivery>((cursor) =>
+      this.http.request<ListResponse<WebhookDelivery>>({
+        method: "GET",
+        path: `/webhook_endpoints/${seg(id)}/deliveries`,
+        query: { ...params, starting_after: cursor ?? params.starting_after },
+        options,
+      }),
+    );
+  }
+
+  /**
+   * Sends a delivery again now (`POST /v1/webhook_endpoints/{id}/deliveries/{delivery_id}/retry`);
+   * a disabled endpoint is enabled again.
+   */
+  retry(id: string, deliveryId: string, options?: RequestOptions): Promise<WebhookDelivery> {
+    return this.http.request({ method: "POST", path: `/webhook_endpoints/${seg(id)}/deliveries/${seg(deliveryId)}/retry`, options });
+  }
+}
+
 /** Test-mode helpers (work only with `sk_test_` keys): they play the card network's part. */
 export class TestHelpers {
   /** @internal Use `new Cardctl(...).testHelpers`. */
@@ -454,6 +552,10 @@ export class Cardctl {
   readonly transactions: Transactions;
   /** Test-mode helpers (sk_test_ keys only). */
   readonly testHelpers: TestHelpers;
+  /** The account's events: list, get, stream. */
+  readonly events: Events;
+  /** Outgoing webhooks: endpoints and their deliveries (full-role keys). */
+  readonly webhookEndpoints: WebhookEndpoints;
   /** The resolved base URL (without `/v1`). */
   readonly baseUrl: string;
 
@@ -473,5 +575,7 @@ export class Cardctl {
     this.authorizations = new Authorizations(http, "/authorizations");
     this.transactions = new Transactions(http, "/transactions");
     this.testHelpers = new TestHelpers(http);
+    this.events = new Events(http);
+    this.webhookEndpoints = new WebhookEndpoints(http);
   }
 }

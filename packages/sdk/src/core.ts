@@ -42,7 +42,7 @@ export interface RequestOptions {
 }
 
 interface RequestSpec {
-  method: "GET" | "POST" | "PUT";
+  method: "GET" | "POST" | "PUT" | "DELETE";
   path: string;
   query?: Record<string, string | number | boolean | undefined | null> | undefined;
   body?: unknown;
@@ -188,6 +188,33 @@ export class HttpClient {
       }
       await sleepUntil(Date.now() + delay, signal);
     }
+  }
+
+  /**
+   * Opens a long-lived GET (a Server-Sent Events stream) with the API key: one attempt, no time
+   * limit once the answer has started. Resolves to the response while its body is still arriving;
+   * a non-2xx answer throws the matching {@link CardctlError}, a network failure an APIConnectionError.
+   * @internal
+   */
+  async openStream(path: string, query: Record<string, string | undefined>, headers: Record<string, string>, signal: AbortSignal): Promise<Response> {
+    const qs = new URLSearchParams(Object.entries(query).filter((e): e is [string, string] => e[1] !== undefined)).toString();
+    const url = `${this.baseUrl}/v1${path}${qs ? `?${qs}` : ""}`;
+    let res: Response;
+    try {
+      res = await this.#fetch(url, { method: "GET", headers: { authorization: `Bearer ${this.#apiKey}`, accept: "text/event-stream", ...headers }, signal });
+    } catch (err) {
+      if (signal.aborted) throw abortError(signal);
+      throw new APIConnectionError({ code: "connection_error", message: `Could not reach ${this.baseUrl} (GET /v1${path}): ${describe(err)}`, cause: err });
+    }
+    if (res.ok) return res;
+    const text = await res.text().catch(() => "");
+    let body: unknown = text;
+    try {
+      body = JSON.parse(text);
+    } catch {
+      // not JSON: the text is the body
+    }
+    throw errorFromResponse(res.status, body, res.headers, { retryAfterMs: res.status === 429 ? serverWaitMs(res.headers) : undefined });
   }
 
   /**

@@ -8,6 +8,8 @@ export {
   Authorizations,
   Transactions,
   TestHelpers,
+  Events,
+  WebhookEndpoints,
   type ApprovalDecision,
   type CreateAndWaitResult,
   type WaitOptions,
@@ -15,7 +17,11 @@ export {
   type CardListQuery,
   type ApprovalListQuery,
   type ListByCardQuery,
+  type EventListQuery,
+  type WebhookEndpointListQuery,
+  type WebhookDeliveryListQuery,
 } from "./client.js";
+export type { EventStreamOptions } from "./event-stream.js";
 export type { ClientOptions, RequestOptions, Fetch } from "./core.js";
 export { Page, PagePromise } from "./pagination.js";
 export * from "./errors.js";

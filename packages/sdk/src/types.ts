@@ -100,6 +100,28 @@ export type ListResponse<T> = { data: T[]; has_more: boolean };
 /** The error envelope of every non-2xx response. */
 export type ErrorEnvelope = z.output<typeof s.errorEnvelopeSchema>;
 
+/** Query of `GET /v1/events` (`type` filters; `limit` and `starting_after` page). */
+export type EventListParams = z.input<typeof s.listEventsInput>;
+/** A state change of the account (`card.created`, `approval.approved`, …) with the resource in `data.object`. */
+export type Event = z.output<typeof s.event>;
+/** Every event type. */
+export type EventType = z.output<typeof s.eventType>;
+
+/** Body of `POST /v1/webhook_endpoints`: `url`, `events` (types, or `["*"]`), `description`. */
+export type WebhookEndpointCreateParams = z.input<typeof s.createWebhookEndpointInput>;
+/** Query of `GET /v1/webhook_endpoints`. */
+export type WebhookEndpointListParams = z.input<typeof s.listWebhookEndpointsInput>;
+/** Query of `GET /v1/webhook_endpoints/{id}/deliveries` (`status` filters). */
+export type WebhookDeliveryListParams = Omit<z.input<typeof s.listWebhookDeliveriesInput>, "id">;
+/** A webhook endpoint (never its secret). */
+export type WebhookEndpoint = z.output<typeof s.webhookEndpoint>;
+/** The 201 of `POST /v1/webhook_endpoints`: the endpoint with its signing secret `whsec_…`, shown this once. */
+export type CreatedWebhookEndpoint = z.output<typeof s.createdWebhookEndpoint>;
+/** `DELETE /v1/webhook_endpoints/{id}`. */
+export type DeletedWebhookEndpoint = z.output<typeof s.deletedWebhookEndpoint>;
+/** One event's delivery to one endpoint: status, attempts, last answer, next attempt. */
+export type WebhookDelivery = z.output<typeof s.webhookDelivery>;
+
 /** Card statuses (`OPEN`, `USED`, `CLOSED`). */
 export type CardStatus = z.output<typeof s.cardStatus>;
 /** Approval statuses (`PENDING`, `APPROVED`, `REJECTED`, `EXPIRED`). */

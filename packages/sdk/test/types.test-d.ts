@@ -43,6 +43,10 @@ export type InputChecks = [
   Assert<Mutual<T.PurchaseParams & { id: string }, In["testHelpers"]["purchase"]>>,
   Assert<Equals<T.ListByCardParams, In["authorizations"]["list"]>>,
   Assert<Equals<T.ListByCardParams, In["transactions"]["list"]>>,
+  Assert<Equals<T.EventListParams, In["events"]["list"]>>,
+  Assert<Equals<T.WebhookEndpointCreateParams, In["webhookEndpoints"]["create"]>>,
+  Assert<Equals<T.WebhookEndpointListParams, In["webhookEndpoints"]["list"]>>,
+  Assert<Mutual<T.WebhookDeliveryListParams & { id: string }, In["webhookEndpoints"]["deliveries"]>>,
   Assert<Mutual<T.TestAuthorizeParams & { id: string }, In["testHelpers"]["authorize"]>>,
   Assert<Mutual<T.TestCaptureParams & { id: string }, In["testHelpers"]["capture"]>>,
   Assert<Mutual<T.TestRefundParams & { id: string }, In["testHelpers"]["refund"]>>,
@@ -78,6 +82,13 @@ export type OutputChecks = [
   Assert<Equals<T.Transaction, Out["testHelpers"]["capture"]>>,
   Assert<Equals<T.Transaction, Out["testHelpers"]["refund"]>>,
   Assert<Equals<T.Card, Out["testHelpers"]["expireHold"]>>,
+  Assert<Equals<T.ListResponse<T.Event>, Out["events"]["list"]>>,
+  Assert<Equals<T.Event, Out["events"]["get"]>>,
+  Assert<Equals<T.CreatedWebhookEndpoint, Out["webhookEndpoints"]["create"]>>,
+  Assert<Equals<T.ListResponse<T.WebhookEndpoint>, Out["webhookEndpoints"]["list"]>>,
+  Assert<Equals<T.DeletedWebhookEndpoint, Out["webhookEndpoints"]["delete"]>>,
+  Assert<Equals<T.ListResponse<T.WebhookDelivery>, Out["webhookEndpoints"]["deliveries"]>>,
+  Assert<Equals<T.WebhookDelivery, Out["webhookEndpoints"]["retry"]>>,
 ];
 
 // ---- the client's methods use exactly those types ----
@@ -104,6 +115,14 @@ export type MethodChecks = [
   Assert<Equals<Ret<C["authorizations"]["list"]>, PagePromise<Out["authorizations"]["list"]["data"][number]>>>,
   Assert<Equals<Ret<C["transactions"]["list"]>, PagePromise<Out["transactions"]["list"]["data"][number]>>>,
   Assert<Equals<Ret<C["testHelpers"]["capture"]>, Promise<Out["testHelpers"]["capture"]>>>,
+  Assert<Equals<Ret<C["events"]["list"]>, PagePromise<Out["events"]["list"]["data"][number]>>>,
+  Assert<Equals<Ret<C["events"]["get"]>, Promise<Out["events"]["get"]>>>,
+  Assert<Equals<Args<C["webhookEndpoints"]["create"]>, [params: In["webhookEndpoints"]["create"], options?: RequestOptions]>>,
+  Assert<Equals<Ret<C["webhookEndpoints"]["create"]>, Promise<Out["webhookEndpoints"]["create"]>>>,
+  Assert<Equals<Ret<C["webhookEndpoints"]["list"]>, PagePromise<Out["webhookEndpoints"]["list"]["data"][number]>>>,
+  Assert<Equals<Ret<C["webhookEndpoints"]["del"]>, Promise<Out["webhookEndpoints"]["delete"]>>>,
+  Assert<Equals<Ret<C["webhookEndpoints"]["deliveries"]>, PagePromise<Out["webhookEndpoints"]["deliveries"]["data"][number]>>>,
+  Assert<Equals<Ret<C["webhookEndpoints"]["retry"]>, Promise<Out["webhookEndpoints"]["retry"]>>>,
 ];
 
 // ---- the create result discriminates on `status` ----

@@ -7,6 +7,9 @@ import { queryCarriesCredential } from "./secrets-in-urls.js";
 /** Paths that need no credentials. */
 const PUBLIC = /^\/(v1\/openapi\.json|docs|setup|health|v1\/webhooks\/)/;
 
+/** GET /v1/events/stream, with or without a query. */
+const EVENT_STREAM = /^\/v1\/events\/stream(\?|$)/;
+
 export const isApiPath = (url: string) => url.startsWith("/v1/") || url.startsWith("/trpc/");
 export const isAdminPath = (url: string) => url.startsWith("/admin/");
 
@@ -35,8 +38,9 @@ export function registerAuth(app: FastifyInstance, services: Services, adminToke
       if (!req.isAdmin) req.authError = adminAuthError(req.headers.authorization, secret);
       return;
     }
-    // The dashboard: an owner's session cookie authenticates /trpc when no API key is sent.
-    if (!req.headers.authorization && url.startsWith("/trpc/") && req.cookies[SESSION_COOKIE]) {
+    // The dashboard: an owner's session cookie authenticates /trpc and the event stream (its live
+    // inbox; EventSource cannot send headers) when no API key is sent.
+    if (!req.headers.authorization && (url.startsWith("/trpc/") || EVENT_STREAM.test(url)) && req.cookies[SESSION_COOKIE]) {
       const owner = await sessionOf(req, services);
       if (!owner) req.authError = new AppError(401, "unauthorized", "Not signed in, or the session ended: sign in again.");
       else {

@@ -1,6 +1,6 @@
 import { AppError } from "@cardctl/api";
 import rateLimit from "@fastify/rate-limit";
-import type { FastifyInstance } from "fastify";
+import type { FastifyInstance, FastifyReply } from "fastify";
 import { Redis } from "ioredis";
 import { createFallbackStore } from "./rate-limit-store.js";
 
@@ -49,10 +49,15 @@ export async function registerRateLimit(app: FastifyInstance, perHour: number, r
       }),
   });
   app.addHook("onSend", async (_req, reply, payload) => {
-    const untilReset = reply.getHeader("ratelimit-reset");
-    if (untilReset !== undefined) reply.header("ratelimit-reset", Math.floor(Date.now() / 1000) + Number(untilReset));
+    resetAsTimestamp(reply);
     return payload;
   });
   // quit() is refused while disconnected (no offline queue); disconnect() also stops reconnecting.
   if (redis) app.addHook("onClose", async () => void (await redis.quit().catch(() => redis.disconnect())));
+}
+
+/** RateLimit-Reset as the spec wants it, a unix timestamp (the plugin sets seconds until reset). Also for replies sent without onSend (event streams). */
+export function resetAsTimestamp(reply: FastifyReply): void {
+  const untilReset = reply.getHeader("ratelimit-reset");
+  if (untilReset !== undefined) reply.header("ratelimit-reset", Math.floor(Date.now() / 1000) + Number(untilReset));
 }

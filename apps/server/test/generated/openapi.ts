@@ -338,6 +338,115 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List events of the last 30 days, newest first */
+        get: operations["events-list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/events/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Get an event */
+        get: operations["events-get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhook_endpoints": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List webhook endpoints, newest first */
+        get: operations["webhookEndpoints-list"];
+        put?: never;
+        /**
+         * Create a webhook endpoint; its signing secret is in this answer only
+         * @description Events of the key's mode whose type is in `events` (or all, with ["*"]) are POSTed to `url`, signed as Standard Webhooks specifies (webhook-id, webhook-timestamp, webhook-signature). The url must be https:// and resolve to public addresses, unless the server sets WEBHOOK_ALLOW_PRIVATE.
+         */
+        post: operations["webhookEndpoints-create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhook_endpoints/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Delete a webhook endpoint and its deliveries */
+        delete: operations["webhookEndpoints-delete"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhook_endpoints/{id}/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List an endpoint's deliveries, newest first */
+        get: operations["webhookEndpoints-deliveries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhook_endpoints/{id}/deliveries/{delivery_id}/retry": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a delivery again now
+         * @description A pending delivery is made due now; a succeeded or failed one gets one more attempt (no automatic retries after it). Retrying a delivery of a disabled endpoint enables the endpoint again.
+         */
+        post: operations["webhookEndpoints-retry"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/admin/v1/accounts": {
         parameters: {
             query?: never;
@@ -757,6 +866,99 @@ export interface components {
             merchant_name: string | null;
             /** @description ISO 8601 UTC timestamp */
             created_at: string;
+        };
+        /** @description A state change of the account, kept 30 days */
+        Event: {
+            /** @description evt_… */
+            id: string;
+            /** @constant */
+            object: "event";
+            /** @enum {string} */
+            type: "card.created" | "card.used" | "card.reopened" | "card.closed" | "card.expired" | "approval.created" | "approval.approved" | "approval.rejected" | "approval.expired" | "authorization.approved" | "authorization.declined" | "transaction.created" | "hold.captured" | "hold.released" | "payment.uncollected" | "processor.attention_needed" | "api_key.created" | "api_key.revoked" | "policy.updated" | "webhook_endpoint.disabled";
+            /** @description ISO 8601 UTC timestamp */
+            created_at: string;
+            /** @enum {string} */
+            mode: "test" | "live";
+            /** @description Who caused the change */
+            actor: {
+                /** @enum {string} */
+                type: "api_key" | "owner" | "processor" | "system";
+                /** @description The API key (key_…) or owner (own_…); null for the processor and the system */
+                id: string | null;
+            };
+            data: {
+                /** @description The resource as the API shows it, after the change */
+                object: {
+                    [key: string]: unknown;
+                };
+            };
+        };
+        /** @description Where the account's events are delivered, signed (Standard Webhooks) */
+        WebhookEndpoint: {
+            /** @description we_… */
+            id: string;
+            url: string;
+            /** @description Event types sent to it; ["*"]: all */
+            events: string[];
+            description: string | null;
+            /**
+             * @description disabled: a delivery kept failing for the whole retry schedule; nothing is sent to it until a delivery is retried
+             * @enum {string}
+             */
+            status: "enabled" | "disabled";
+            /**
+             * @description It receives the events of this mode only
+             * @enum {string}
+             */
+            mode: "test" | "live";
+            /** @description ISO 8601 UTC timestamp */
+            created_at: string;
+        };
+        /** @description A new webhook endpoint, with its signing secret (shown this once) */
+        CreatedWebhookEndpoint: {
+            /** @description we_… */
+            id: string;
+            url: string;
+            /** @description Event types sent to it; ["*"]: all */
+            events: string[];
+            description: string | null;
+            /**
+             * @description disabled: a delivery kept failing for the whole retry schedule; nothing is sent to it until a delivery is retried
+             * @enum {string}
+             */
+            status: "enabled" | "disabled";
+            /**
+             * @description It receives the events of this mode only
+             * @enum {string}
+             */
+            mode: "test" | "live";
+            /** @description ISO 8601 UTC timestamp */
+            created_at: string;
+            /** @description whsec_…: the signing secret, shown this once; verify deliveries with it */
+            secret: string;
+        };
+        /** @description One event's delivery to one endpoint */
+        WebhookDelivery: {
+            /** @description whd_… */
+            id: string;
+            endpoint_id: string;
+            event_id: string;
+            event_type: string;
+            /**
+             * @description pending: not yet delivered (retrying); succeeded: a 2xx answer; failed: the retry schedule ended, or the endpoint was disabled
+             * @enum {string}
+             */
+            status: "pending" | "succeeded" | "failed";
+            attempts: number;
+            /** @description HTTP status of the last attempt; null when it got no answer */
+            last_response_status: number | null;
+            last_error: string | null;
+            /** @description When the next attempt is due; null when none is */
+            next_attempt_at: string | null;
+            /** @description ISO 8601 UTC timestamp */
+            created_at: string;
+            /** @description ISO 8601 UTC timestamp */
+            updated_at: string;
         };
     };
     responses: {
@@ -2559,6 +2761,463 @@ export interface operations {
                      *     }
                      */
                     "application/json": components["schemas"]["CardListItem"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            502: components["responses"]["ProcessorError"];
+            503: components["responses"]["ProcessorNotConfigured"];
+        };
+    };
+    "events-list": {
+        parameters: {
+            query?: {
+                type?: "card.created" | "card.used" | "card.reopened" | "card.closed" | "card.expired" | "approval.created" | "approval.approved" | "approval.rejected" | "approval.expired" | "authorization.approved" | "authorization.declined" | "transaction.created" | "hold.captured" | "hold.released" | "payment.uncollected" | "processor.attention_needed" | "api_key.created" | "api_key.revoked" | "policy.updated" | "webhook_endpoint.disabled";
+                limit?: number;
+                starting_after?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful response */
+            200: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "id": "evt_4HbN7qTz2XcM9vLd5KsR1wPf",
+                     *           "object": "event",
+                     *           "type": "card.created",
+                     *           "created_at": "2026-11-03T14:07:42.000Z",
+                     *           "mode": "test",
+                     *           "actor": {
+                     *             "type": "api_key",
+                     *             "id": "key_6TsM9qBv2LcW5nHd8KrP1zXg"
+                     *           },
+                     *           "data": {
+                     *             "object": {
+                     *               "id": "card_7QpV2mXc9LrT4bYk1NsWd0Ze",
+                     *               "status": "OPEN",
+                     *               "last_four": "4242",
+                     *               "expiration": "11/29",
+                     *               "amount_cents": 2500,
+                     *               "remaining_cents": 2500,
+                     *               "agent_id": "shopping-agent",
+                     *               "purpose": "Domain renewal",
+                     *               "created_at": "2026-11-03T14:07:42.000Z",
+                     *               "expires_at": "2026-11-04T14:07:42.000Z",
+                     *               "spent_cents": 0
+                     *             }
+                     *           }
+                     *         }
+                     *       ],
+                     *       "has_more": false
+                     *     }
+                     */
+                    "application/json": {
+                        data: components["schemas"]["Event"][];
+                        has_more: boolean;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    "events-get": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description evt_… identifier
+                 * @example evt_4HbN7qTz2XcM9vLd5KsR1wPf
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful response */
+            200: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "evt_4HbN7qTz2XcM9vLd5KsR1wPf",
+                     *       "object": "event",
+                     *       "type": "card.created",
+                     *       "created_at": "2026-11-03T14:07:42.000Z",
+                     *       "mode": "test",
+                     *       "actor": {
+                     *         "type": "api_key",
+                     *         "id": "key_6TsM9qBv2LcW5nHd8KrP1zXg"
+                     *       },
+                     *       "data": {
+                     *         "object": {
+                     *           "id": "card_7QpV2mXc9LrT4bYk1NsWd0Ze",
+                     *           "status": "OPEN",
+                     *           "last_four": "4242",
+                     *           "expiration": "11/29",
+                     *           "amount_cents": 2500,
+                     *           "remaining_cents": 2500,
+                     *           "agent_id": "shopping-agent",
+                     *           "purpose": "Domain renewal",
+                     *           "created_at": "2026-11-03T14:07:42.000Z",
+                     *           "expires_at": "2026-11-04T14:07:42.000Z",
+                     *           "spent_cents": 0
+                     *         }
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Event"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    "webhookEndpoints-list": {
+        parameters: {
+            query?: {
+                limit?: number;
+                starting_after?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful response */
+            200: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "id": "we_5KcR8tLm2QxV7nBd4HsW1zPg",
+                     *           "url": "https://example.com/cardctl/webhooks",
+                     *           "events": [
+                     *             "approval.created",
+                     *             "card.used"
+                     *           ],
+                     *           "description": "Approvals inbox",
+                     *           "status": "enabled",
+                     *           "mode": "test",
+                     *           "created_at": "2026-11-03T14:05:09.000Z"
+                     *         }
+                     *       ],
+                     *       "has_more": false
+                     *     }
+                     */
+                    "application/json": {
+                        data: components["schemas"]["WebhookEndpoint"][];
+                        has_more: boolean;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    "webhookEndpoints-create": {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Optional. A repeat of a POST with the same key (per API key, for 24 hours) returns the original status and body (with `Idempotent-Replayed: true`) and creates no second card or hold. The same key with a different body is `422 idempotency_key_reused`; while the first request is still running, `409 idempotency_key_in_use`.
+                 * @example order-1042
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "url": "https://example.com/cardctl/webhooks",
+                 *       "events": [
+                 *         "approval.created",
+                 *         "card.used"
+                 *       ],
+                 *       "description": "Approvals inbox"
+                 *     }
+                 */
+                "application/json": {
+                    /** @description Where events are POSTed: https://… (http:// only when the server sets WEBHOOK_ALLOW_PRIVATE) */
+                    url: string;
+                    /** @description The event types to send, or ["*"] for all */
+                    events: ("*" | "card.created" | "card.used" | "card.reopened" | "card.closed" | "card.expired" | "approval.created" | "approval.approved" | "approval.rejected" | "approval.expired" | "authorization.approved" | "authorization.declined" | "transaction.created" | "hold.captured" | "hold.released" | "payment.uncollected" | "processor.attention_needed" | "api_key.created" | "api_key.revoked" | "policy.updated" | "webhook_endpoint.disabled")[];
+                    description?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Endpoint created; the signing secret is shown this once */
+            201: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "we_5KcR8tLm2QxV7nBd4HsW1zPg",
+                     *       "url": "https://example.com/cardctl/webhooks",
+                     *       "events": [
+                     *         "approval.created",
+                     *         "card.used"
+                     *       ],
+                     *       "description": "Approvals inbox",
+                     *       "status": "enabled",
+                     *       "mode": "test",
+                     *       "created_at": "2026-11-03T14:05:09.000Z",
+                     *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["CreatedWebhookEndpoint"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description limit_exceeded, idempotency_key_in_use */
+            409: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            502: components["responses"]["ProcessorError"];
+            503: components["responses"]["ProcessorNotConfigured"];
+        };
+    };
+    "webhookEndpoints-delete": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description we_… identifier
+                 * @example we_5KcR8tLm2QxV7nBd4HsW1zPg
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful response */
+            200: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "we_5KcR8tLm2QxV7nBd4HsW1zPg",
+                     *       "deleted": true
+                     *     }
+                     */
+                    "application/json": {
+                        id: string;
+                        /** @constant */
+                        deleted: true;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    "webhookEndpoints-deliveries": {
+        parameters: {
+            query?: {
+                status?: "pending" | "succeeded" | "failed";
+                limit?: number;
+                starting_after?: string;
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description we_… identifier
+                 * @example we_5KcR8tLm2QxV7nBd4HsW1zPg
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful response */
+            200: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "id": "whd_9TqL3vNc6XmB1rKd5HsW8zPg",
+                     *           "endpoint_id": "we_5KcR8tLm2QxV7nBd4HsW1zPg",
+                     *           "event_id": "evt_4HbN7qTz2XcM9vLd5KsR1wPf",
+                     *           "event_type": "card.created",
+                     *           "status": "pending",
+                     *           "attempts": 2,
+                     *           "last_response_status": 500,
+                     *           "last_error": "HTTP 500",
+                     *           "next_attempt_at": "2026-11-03T14:07:52.000Z",
+                     *           "created_at": "2026-11-03T14:07:42.000Z",
+                     *           "updated_at": "2026-11-03T14:07:47.000Z"
+                     *         }
+                     *       ],
+                     *       "has_more": false
+                     *     }
+                     */
+                    "application/json": {
+                        data: components["schemas"]["WebhookDelivery"][];
+                        has_more: boolean;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    "webhookEndpoints-retry": {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Optional. A repeat of a POST with the same key (per API key, for 24 hours) returns the original status and body (with `Idempotent-Replayed: true`) and creates no second card or hold. The same key with a different body is `422 idempotency_key_reused`; while the first request is still running, `409 idempotency_key_in_use`.
+                 * @example order-1042
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /**
+                 * @description we_… identifier
+                 * @example we_5KcR8tLm2QxV7nBd4HsW1zPg
+                 */
+                id: string;
+                /**
+                 * @description whd_… identifier
+                 * @example we_5KcR8tLm2QxV7nBd4HsW1zPg
+                 */
+                delivery_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful response */
+            200: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "whd_9TqL3vNc6XmB1rKd5HsW8zPg",
+                     *       "endpoint_id": "we_5KcR8tLm2QxV7nBd4HsW1zPg",
+                     *       "event_id": "evt_4HbN7qTz2XcM9vLd5KsR1wPf",
+                     *       "event_type": "card.created",
+                     *       "status": "pending",
+                     *       "attempts": 2,
+                     *       "last_response_status": 500,
+                     *       "last_error": "HTTP 500",
+                     *       "next_attempt_at": "2026-11-03T14:07:42.000Z",
+                     *       "created_at": "2026-11-03T14:07:42.000Z",
+                     *       "updated_at": "2026-11-03T14:07:47.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhookDelivery"];
                 };
             };
             400: components["responses"]["BadRequest"];

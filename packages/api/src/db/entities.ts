@@ -367,6 +367,124 @@ export const IdempotencyEntity = new EntitySchema<IdempotencyRecord>({
   },
 });
 
+/** Who caused an event: an API key, an owner (dashboard), the card processor, or the service itself. */
+export type ActorType = "api_key" | "owner" | "processor" | "system";
+
+/** The outbox (DESIGN 3.7): one row per state change, written in the change's own transaction. */
+export interface EventRecord {
+  /** Insertion order: the newest-first order of lists, and the cursor of live streams. */
+  seq: number;
+  id: string;
+  account_id: string;
+  mode: Mode;
+  type: string;
+  actor_type: ActorType;
+  actor_id: string | null;
+  /** JSON of the resource as the API shows it (the event's data.object). */
+  data: string;
+  created_at: number;
+}
+
+export const EventEntity = new EntitySchema<EventRecord>({
+  name: "EventRecord",
+  tableName: "events",
+  columns: {
+    seq: { type: "integer", primary: true, generated: "increment" },
+    id: str(40),
+    account_id: str(40),
+    mode: str(8),
+    type: str(64),
+    actor_type: str(16),
+    actor_id: str(40, true),
+    data: { type: "text" },
+    created_at: ms(),
+  },
+});
+
+export type WebhookEndpointStatus = "enabled" | "disabled";
+
+/** Where an account's events of one mode are POSTed, signed with its secret (DESIGN 3.7). */
+export interface WebhookEndpoint {
+  seq: number;
+  id: string;
+  account_id: string;
+  mode: Mode;
+  url: string;
+  /** JSON array of event types, or ["*"]. */
+  events: string;
+  description: string | null;
+  /** whsec_…, kept to sign deliveries; shown once, at creation. */
+  secret: string;
+  status: WebhookEndpointStatus;
+  created_at: number;
+  updated_at: number;
+}
+
+export type WebhookDeliveryStatus = "pending" | "succeeded" | "failed";
+
+/** One event's delivery to one endpoint: written with the event, worked off under leases. */
+export interface WebhookDelivery {
+  seq: number;
+  id: string;
+  endpoint_id: string;
+  account_id: string;
+  mode: Mode;
+  event_id: string;
+  event_type: string;
+  status: WebhookDeliveryStatus;
+  attempts: number;
+  /** Due time; while an attempt runs, the end of its lease; null once final. */
+  next_attempt_at: number | null;
+  /** Set by a manual retry (no automatic retries after it); null: the automatic schedule. */
+  retry_until: number | null;
+  lease_token: string | null;
+  last_response_status: number | null;
+  last_error: string | null;
+  created_at: number;
+  updated_at: number;
+}
+
+export const WebhookEndpointEntity = new EntitySchema<WebhookEndpoint>({
+  name: "WebhookEndpoint",
+  tableName: "webhook_endpoints",
+  columns: {
+    seq: { type: "integer", primary: true, generated: "increment" },
+    id: str(40),
+    account_id: str(40),
+    mode: str(8),
+    url: str(2048),
+    events: { type: "text" },
+    description: str(500, true),
+    secret: str(100),
+    status: str(16),
+    created_at: ms(),
+    updated_at: ms(),
+  },
+});
+
+export const WebhookDeliveryEntity = new EntitySchema<WebhookDelivery>({
+  name: "WebhookDelivery",
+  tableName: "webhook_deliveries",
+  columns: {
+    seq: { type: "integer", primary: true, generated: "increment" },
+    id: str(40),
+    endpoint_id: str(40),
+    account_id: str(40),
+    mode: str(8),
+    event_id: str(40),
+    event_type: str(64),
+    status: str(16),
+    attempts: int(),
+    next_attempt_at: ms(true),
+    retry_until: ms(true),
+    lease_token: str(40, true),
+    last_response_status: int(true),
+    last_error: str(500, true),
+    created_at: ms(),
+    updated_at: ms(),
+  },
+});
+
 /** A human who signs in to the dashboard for one account (DESIGN 3.9). */
 export interface Owner {
   id: string;
@@ -448,4 +566,4 @@ export const OwnerSessionEntity = new EntitySchema<OwnerSession>({
   },
 });
 
-export const entities = [AccountEntity, ApiKeyEntity, PolicyEntity, CardEntity, ApprovalEntity, IdempotencyEntity, AuthorizationEntity, TransactionEntity, PaymentEntity, OwnerEntity, OwnerInviteEntity, OwnerSessionEntity];
+export const entities = [AccountEntity, ApiKeyEntity, PolicyEntity, CardEntity, ApprovalEntity, IdempotencyEntity, AuthorizationEntity, TransactionEntity, PaymentEntity, EventEntity, WebhookEndpointEntity, WebhookDeliveryEntity, OwnerEntity, OwnerInviteEntity, OwnerSessionEntity];

@@ -9,6 +9,7 @@ import { safeEqual, sha256 } from "./secrets.js";
 import { processorAccount } from "./issuance.js";
 import { callProcessor, toApiError } from "./processor-call.js";
 import { fastRepository, runAtomically } from "../db/fast.js";
+import { commitWithEvents, SYSTEM, type Actor } from "./events.js";
 
 /**
  * Who an account's cards are issued to (the Stripe Issuing cardholder), as the operator set it;
@@ -78,6 +79,9 @@ export const keyView = (k: ApiKey) => ({
   created_at: isoTime(k.created_at),
   revoked_at: k.revoked_at === null ? null : isoTime(k.revoked_at),
 });
+
+/** A key just made, with its secret: the one answer that shows it. */
+export const createdKeyView = (k: ApiKey, secret: string) => ({ id: k.id, secret, mode: k.mode, role: k.role, name: k.name, created_at: isoTime(k.created_at) });
 
 export type SetupItem = "kyb" | "payment_method" | "cardholder";
 
@@ -214,8 +218,8 @@ export class AccountService {
     return this.get(id);
   }
 
-  /** Makes a key; the secret is returned this once and only its sha256 is kept. */
-  async createKey(accountId: string, mode: Mode, role: Role, name: string | null) {
+  /** Makes a key; the secret is returned this once and only its sha256 is kept. `actor`: the operator API is the system's. */
+  async createKey(accountId: string, mode: Mode, role: Role, name: string | null, actor: Actor = SYSTEM) {
     await this.get(accountId);
     const secret = `sk_${mode}_${randomToken(40)}`;
     const key: ApiKey = {
@@ -230,7 +234,7 @@ export class AccountService {
       created_at: Date.now(),
       revoked_at: null,
     };
-    await this.keys.insert(key);
+    await commitWithEvents(this.deps.ds, [this.keys.insertStatement(key)], [{ accountId, mode, type: "api_key.created", object: keyView(key), actor }]);
     return { key, secret };
   }
 
@@ -239,12 +243,17 @@ export class AccountService {
     return this.keys.find({ where: { account_id: accountId }, order: { created_at: "DESC" } });
   }
 
-  async revokeKey(keyId: string): Promise<number> {
+  /** `accountId`: only a key of this account (an owner's request); any key for the operator. */
+  async revokeKey(keyId: string, actor: Actor = SYSTEM, accountId?: string): Promise<number> {
     const key = await this.keys.findOneBy({ id: keyId });
-    if (!key) throw notFound("key");
+    if (!key || (accountId !== undefined && key.account_id !== accountId)) throw notFound("key");
     if (key.revoked_at !== null) return key.revoked_at;
     const now = Date.now();
-    await this.keys.update({ id: keyId, revoked_at: IsNull() }, { revoked_at: now });
+    await commitWithEvents(
+      this.deps.ds,
+      [this.keys.updateStatement({ id: keyId, revoked_at: IsNull() }, { revoked_at: now }, 1)],
+      [{ accountId: key.account_id, mode: key.mode, type: "api_key.revoked", object: keyView({ ...key, revoked_at: now }), actor }],
+    );
     return (await this.keys.findOneBy({ id: keyId }))!.revoked_at ?? now;
   }
 

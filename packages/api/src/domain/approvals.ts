@@ -1,5 +1,5 @@
-import { LessThanOrEqual, MoreThan } from "typeorm";
-import { affected, isUniqueViolation } from "../db/datasource.js";
+import { LessThan, MoreThan } from "typeorm";
+import { isUniqueViolation } from "../db/datasource.js";
 import { ApprovalEntity, type Account, type Approval, type ApprovalStatus, type Card } from "../db/entities.js";
 import type { AccountService } from "./accounts.js";
 import type { Deps, Principal } from "./deps.js";
@@ -10,7 +10,12 @@ import { pageOf, type Page, type PageQuery } from "./paging.js";
 import { effectivePolicy } from "./policy.js";
 import type { PolicyService } from "./policies.js";
 import { assertPolicy, assertSetup } from "./rules.js";
-import { fastRepository } from "../db/fast.js";
+import { fastRepository, insertedId } from "../db/fast.js";
+import { commitWithEvents, actorOf, SYSTEM } from "./events.js";
+import { approvalView } from "./views.js";
+
+/** Approvals expired per round of the sweep (each with its own transaction and event). */
+const EXPIRY_BATCH = 100;
 
 const notPending = (a: Approval) =>
   new AppError(409, "approval_not_pending", `Approval ${a.id} is ${a.status}, not PENDING.`, { status: a.status });
@@ -52,23 +57,40 @@ export class ApprovalService {
     };
     let inserted;
     try {
-      inserted = await this.repo.insert(approval);
+      inserted = await commitWithEvents(
+        this.deps.ds,
+        [this.repo.insertStatement(approval)],
+        [{ accountId: p.accountId, mode: p.mode, type: "approval.created", object: approvalView({ ...approval, seq: 0 }), actor: actorOf(p) }],
+      );
     } catch (err) {
       if (!isUniqueViolation(err) || !input.creationKey) throw err;
       return (await this.repo.findOneBy({ creation_key: input.creationKey }))!;
     }
     // Not read back: its seq comes from the insert, as for cards (CardIssuer.issue).
-    return { ...approval, seq: inserted.identifiers[0]!.seq as number };
+    return { ...approval, seq: insertedId(inserted![0]!) };
   }
 
-  /** Marks every approval past its expires_at as EXPIRED. Safe to run anywhere, any time. */
+  /**
+   * Marks every approval past its expires_at as EXPIRED, each with its event (a conditional update,
+   * so of instances sweeping at once one expires it). Safe to run anywhere, any time.
+   */
   async expireDue(scope?: Principal): Promise<number> {
-    const where = { status: "PENDING" as const, expires_at: LessThanOrEqual(Date.now()) };
-    const res = await this.repo.update(scope ? { ...where, account_id: scope.accountId, mode: scope.mode } : where, {
-      status: "EXPIRED",
-      decided_at: Date.now(),
-    });
-    return affected(res);
+    const now = Date.now();
+    const where = { status: "PENDING" as const, expires_at: LessThan(now + 1), ...(scope ? { account_id: scope.accountId, mode: scope.mode } : {}) };
+    let n = 0;
+    for (;;) {
+      const due = await this.repo.find({ where, take: EXPIRY_BATCH });
+      for (const a of due) {
+        const expired = { ...a, status: "EXPIRED" as const, decided_at: now };
+        const done = await commitWithEvents(
+          this.deps.ds,
+          [this.repo.updateStatement({ id: a.id, status: "PENDING" }, { status: "EXPIRED", decided_at: now }, 1)],
+          [{ accountId: a.account_id, mode: a.mode, type: "approval.expired", object: approvalView(expired), actor: SYSTEM }],
+        );
+        if (done) n++;
+      }
+      if (due.length < EXPIRY_BATCH) return n;
+    }
   }
 
   async list(p: Principal, status: ApprovalStatus, page: PageQuery): Promise<Page<Approval>> {
@@ -109,7 +131,7 @@ export class ApprovalService {
     const account: Account = await this.accounts.get(p.accountId);
     if (a.status !== "PENDING") {
       const mine = a.status === "APPROVED" && decisionKey !== undefined && a.decision_key === decisionKey;
-      const card = mine ? await this.issuer.resume(account, a.card_id!) : null;
+      const card = mine ? await this.issuer.resume(account, a.card_id!, actorOf(p)) : null;
       if (card) return card;
       throw notPending(a);
     }
@@ -130,14 +152,19 @@ export class ApprovalService {
 
   /** Rejects a pending request; a retry of the reject that decided it (same `decisionKey`) is answered as the first was. */
   async reject(p: Principal, id: string, reason: string | null, decisionKey?: string): Promise<void> {
-    const res = await this.repo.update(
-      { id, account_id: p.accountId, mode: p.mode, status: "PENDING", expires_at: MoreThan(Date.now()) },
-      { status: "REJECTED", reason, decision_key: decisionKey ?? null, decided_at: Date.now() },
-    );
-    if (affected(res) !== 1) {
-      const a = await this.find(p, id);
-      if (a.status === "REJECTED" && decisionKey !== undefined && a.decision_key === decisionKey) return;
-      throw notPending(a);
-    }
+    const a = await this.find(p, id);
+    const now = Date.now();
+    const decision = { status: "REJECTED" as const, reason, decision_key: decisionKey ?? null, decided_at: now };
+    const done =
+      a.status === "PENDING" &&
+      (await commitWithEvents(
+        this.deps.ds,
+        [this.repo.updateStatement({ id, status: "PENDING", expires_at: MoreThan(now) }, decision, 1)],
+        [{ accountId: p.accountId, mode: p.mode, type: "approval.rejected", object: approvalView({ ...a, ...decision }), actor: actorOf(p) }],
+      ));
+    if (done) return;
+    const current = await this.find(p, id);
+    if (current.status === "REJECTED" && decisionKey !== undefined && current.decision_key === decisionKey) return;
+    throw notPending(current);
   }
 }

@@ -3,5 +3,6 @@ export const MAX_ATTEMPTS = 8;
 const BACKOFF_BASE_MS = 2_000;
 const BACKOFF_MAX_MS = 60 * 60 * 1000;
 
-/** Exponential backoff with jitter: 2 s, 4 s, 8 s, … capped at an hour. */
-export const backoffMs = (attempts: number) => Math.min(BACKOFF_MAX_MS, BACKOFF_BASE_MS * 2 ** Math.max(0, attempts - 1)) * (0.75 + Math.random() * 0.5);
+/** Exponential backoff with ±25 % jitter: 2 s, 4 s, 8 s, … capped at an hour (or from `base`, capped at `max`). */
+export const backoffMs = (attempts: number, base = BACKOFF_BASE_MS, max = BACKOFF_MAX_MS) =>
+  Math.min(max, base * 2 ** Math.max(0, attempts - 1)) * (0.75 + Math.random() * 0.5);

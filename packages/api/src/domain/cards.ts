@@ -14,8 +14,9 @@ import type { PolicyService } from "./policies.js";
 import { callProcessor, toApiError } from "./processor-call.js";
 import { decideIssuance, type IssuanceDecision, type IssuanceRequest } from "./rules.js";
 import type { Processor, ProcessorAccount } from "../processor/types.js";
-import type { PublicCardStatus } from "./views.js";
+import { attentionCardView, cardListView, type PublicCardStatus } from "./views.js";
 import { fastRepository, queryRows } from "../db/fast.js";
+import { commitWithEvents, actorOf, SYSTEM, type Actor } from "./events.js";
 
 export interface CreateCardInput {
   amount_cents: number;
@@ -144,23 +145,28 @@ export class CardService {
       throw new AppError(409, "card_not_open", "This card was already used; it is deactivated and cannot be closed.", { status: "USED" });
     if (card.status === "OPEN") {
       this.deps.processors(p.mode);
-      const res = await this.repo.update({ id, status: "OPEN" }, { status: "CLOSED", closed_at: Date.now() });
+      const closedAt = Date.now();
+      const done = await commitWithEvents(
+        this.deps.ds,
+        [this.repo.updateStatement({ id, status: "OPEN" }, { status: "CLOSED", closed_at: closedAt }, 1)],
+        [{ accountId: p.accountId, mode: p.mode, type: "card.closed", object: cardListView({ ...card, status: "CLOSED", closed_at: closedAt }), actor: actorOf(p) }],
+      );
       card = await this.find(p, id);
-      if (affected(res) !== 1 && card.status === "USED")
+      if (!done && card.status === "USED")
         throw new AppError(409, "card_not_open", "This card was used before it could be closed.", { status: "USED" });
     }
-    await this.finishClose(card);
+    await this.finishClose(card, actorOf(p));
     await this.recovered(card);
     return card;
   }
 
   /** Revokes a CLOSED card at the processor and cancels its hold; each step runs once. */
-  async finishClose(card: Card): Promise<void> {
+  async finishClose(card: Card, actor: Actor = SYSTEM): Promise<void> {
     if (card.revoked_at !== null && card.hold_status !== "OPEN") return;
     const via = await this.processorFor(card);
     try {
       if (card.revoked_at === null) await this.revoke(card, via);
-      if (card.hold_status === "OPEN") await this.issuer.releaseHold(card, via.pa, via.processor);
+      if (card.hold_status === "OPEN") await this.issuer.releaseHold(card, via.pa, via.processor, actor);
     } catch (err) {
       throw toApiError(err);
     }
@@ -220,7 +226,7 @@ export class CardService {
       else if (card.status === "CLOSED") await this.finishClose(card);
       else {
         const account = await this.accounts.get(card.account_id);
-        await this.issuer.releaseHold(card, processorAccount(account, card.mode), this.deps.processors(card.mode));
+        await this.issuer.releaseHold(card, processorAccount(account, card.mode), this.deps.processors(card.mode), SYSTEM);
       }
     } catch (err) {
       const apiError = toApiError(err);
@@ -247,9 +253,13 @@ export class CardService {
   private async recoveryFailed(card: Card, error: string): Promise<void> {
     const attempts = card.recovery_attempts + 1;
     const attention = attempts >= MAX_ATTEMPTS;
-    await this.repo.update(
-      { id: card.id, recovery_attempts: card.recovery_attempts },
-      { recovery_attempts: attempts, recovery_next_at: attention ? null : Date.now() + backoffMs(attempts), recovery_error: error.slice(0, 500), needs_attention: attention },
+    const failed = { recovery_attempts: attempts, recovery_next_at: attention ? null : Date.now() + backoffMs(attempts), recovery_error: error.slice(0, 500), needs_attention: attention };
+    await commitWithEvents(
+      this.deps.ds,
+      [this.repo.updateStatement({ id: card.id, recovery_attempts: card.recovery_attempts }, failed, 1)],
+      attention
+        ? [{ accountId: card.account_id, mode: card.mode, type: "processor.attention_needed", object: attentionCardView({ ...card, ...failed }), actor: SYSTEM }]
+        : [],
     );
   }
 

@@ -12,6 +12,19 @@ export interface DomainConfig {
   cardTtlMs: number;
   /** How long a card in CREATING belongs to the request minting it before recovery may take over. */
   creationLeaseMs: number;
+  webhooks: WebhookConfig;
+}
+
+/** Outgoing webhooks (DESIGN 3.7). */
+export interface WebhookConfig {
+  /** WEBHOOK_ALLOW_PRIVATE: endpoints may be http:// and resolve to loopback or private addresses. */
+  allowPrivate: boolean;
+  /** Longest an attempt may take for a whole answer (10 s). */
+  timeoutMs: number;
+  /** First retry delay, doubling with each failure (with jitter), capped at 6 hours or the window. */
+  retryBaseMs: number;
+  /** Automatic retries stop this long after the event (3 days); then the endpoint is disabled. */
+  retryWindowMs: number;
 }
 
 export interface Deps {

@@ -27,7 +27,7 @@ export function randomToken(length: number): string {
   return out;
 }
 
-export const newId = (prefix: "card" | "appr" | "acct" | "key" | "req" | "hold" | "ic" | "ek" | "auth" | "txn" | "pay" | "re" | "own" | "inv" | "sess") =>
+export const newId = (prefix: "card" | "appr" | "acct" | "key" | "req" | "hold" | "ic" | "ek" | "auth" | "txn" | "pay" | "re" | "evt" | "we" | "own" | "inv" | "sess") =>
   `${prefix}_${randomToken(24)}`;
 
 export const isoTime = (ms: number) => new Date(ms).toISOString();

@@ -7,6 +7,8 @@ import { AppError } from "./errors.js";
 import { newId, randomToken } from "./ids.js";
 import { callProcessor, toApiError } from "./processor-call.js";
 import { fastRepository, insertedId, runAtomically, type Statement } from "../db/fast.js";
+import { commitWithEvents, actorOf, SYSTEM, type Actor, type NewEvent } from "./events.js";
+import { approvalView, cardListView, holdView } from "./views.js";
 
 const stillRunning = () => new AppError(409, "idempotency_key_in_use", "A request with this Idempotency-Key is still running; retry shortly.");
 
@@ -99,7 +101,7 @@ export class CardIssuer {
       if (!isUniqueViolation(err)) throw err;
       return this.resumeCreation(p, account, req, claim);
     }
-    return this.drive({ ...row, seq }, account, processor);
+    return this.drive({ ...row, seq }, account, processor, actorOf(p));
   }
 
   /**
@@ -114,23 +116,23 @@ export class CardIssuer {
       await this.setAside(existing, account);
       return this.start(p, account, { ...req, cardId: undefined }, claim);
     }
-    return this.finish(existing, account);
+    return this.finish(existing, account, actorOf(p));
   }
 
   /**
    * The card of a retried request, finished if it is still CREATING and its request died; null if
    * it failed (a failed card has already given its approval back).
    */
-  async resume(account: Account, cardId: string): Promise<Card | null> {
+  async resume(account: Account, cardId: string, actor: Actor): Promise<Card | null> {
     const card = await this.cards.findOneBy({ id: cardId });
     if (!card || card.status === "FAILED") return null;
-    return this.finish(card, account);
+    return this.finish(card, account, actor);
   }
 
-  private async finish(card: Card, account: Account): Promise<Card> {
+  private async finish(card: Card, account: Account, actor: Actor): Promise<Card> {
     if (card.status !== "CREATING") return card;
     if (!(await this.claim(card))) throw stillRunning();
-    return (await this.drive(card, account, this.deps.processors(card.mode), true))!;
+    return (await this.drive(card, account, this.deps.processors(card.mode), actor, true))!;
   }
 
   /** A FAILED card's hold is released (if it may have one) and its creation key freed for a new attempt. */
@@ -159,7 +161,7 @@ export class CardIssuer {
    * if there is none is it placed, under a key of this attempt's own (the first one's may replay
    * that failure forever, or belong to other parameters).
    */
-  private async drive(card: Card, account: Account, processor: Processor, resumed = false): Promise<Card> {
+  private async drive(card: Card, account: Account, processor: Processor, actor: Actor, resumed = false): Promise<Card> {
     const pa = processorAccount(account, card.mode);
     const timeout = this.deps.config.processorTimeoutMs;
     if (card.hold_status === "NONE" || card.hold_status === "PENDING") {
@@ -195,27 +197,38 @@ export class CardIssuer {
       if (!(err instanceof AccountSetupError)) await this.revokeLostMint(card, pa, processor).catch(() => undefined);
       throw toApiError(err);
     }
-    const done = await this.cards.update(
-      { id: card.id, status: "CREATING" },
-      {
-        status: "OPEN",
-        hold_id: card.hold_id,
-        hold_status: "OPEN",
-        processor_card_id: minted.processorCardId,
-        last_four: minted.lastFour,
-        expiration: minted.expiration,
-        lease_until: null,
-      },
-    );
-    if (affected(done) === 1)
-      return {
-        ...card,
-        status: "OPEN",
-        processor_card_id: minted.processorCardId,
-        last_four: minted.lastFour,
-        expiration: minted.expiration,
-        lease_until: null,
-      };
+    const opened: Card = {
+      ...card,
+      status: "OPEN",
+      hold_status: "OPEN",
+      processor_card_id: minted.processorCardId,
+      last_four: minted.lastFour,
+      expiration: minted.expiration,
+      lease_until: null,
+    };
+    const scope = { accountId: card.account_id, mode: card.mode, actor };
+    // An approval's decision is announced with its card: until the card is OPEN, a failed mint gives the approval back.
+    const approval = card.approval_id ? await this.approvals.findOneBy({ id: card.approval_id }) : null;
+    const events: NewEvent[] = [
+      ...(approval ? [{ ...scope, type: "approval.approved" as const, object: approvalView(approval) }] : []),
+      { ...scope, type: "card.created", object: cardListView(opened) },
+    ];
+    const done = await commitWithEvents(this.deps.ds, [
+      this.cards.updateStatement(
+        { id: card.id, status: "CREATING" },
+        {
+          status: "OPEN",
+          hold_id: card.hold_id,
+          hold_status: "OPEN",
+          processor_card_id: minted.processorCardId,
+          last_four: minted.lastFour,
+          expiration: minted.expiration,
+          lease_until: null,
+        },
+        1,
+      ),
+    ], events);
+    if (done) return opened;
     const final = (await this.cards.findOneBy({ id: card.id }))!;
     if (final.status === "OPEN") return final;
     // Recovery compensated this card while we were minting: take back what we just made.
@@ -244,7 +257,7 @@ export class CardIssuer {
    * Cancels a card's hold if it has (or may have) one. A PENDING hold (its creation's outcome
    * unknown) is looked up at the processor, never created again to find it.
    */
-  async releaseHold(card: Card, pa: ProcessorAccount, processor: Processor): Promise<void> {
+  async releaseHold(card: Card, pa: ProcessorAccount, processor: Processor, actor: Actor = SYSTEM): Promise<void> {
     const timeout = this.deps.config.processorTimeoutMs;
     let holdId = card.hold_id;
     if (card.hold_status === "PENDING") {
@@ -252,7 +265,13 @@ export class CardIssuer {
       holdId = found?.status === "held" ? found.holdId : null;
     }
     if (holdId) await callProcessor("cancel", timeout, () => processor.cancelHold(pa, holdId!, `${card.id}:cancel`));
-    await this.cards.update({ id: card.id, hold_status: In(["PENDING", "OPEN"]) }, { hold_id: holdId, hold_status: "RELEASED" });
+    // Announced for cards the API shows; a failed creation's hold was never the owner's to see.
+    const visible = holdId !== null && (card.status === "OPEN" || card.status === "USED" || card.status === "CLOSED");
+    await commitWithEvents(
+      this.deps.ds,
+      [this.cards.updateStatement({ id: card.id, hold_status: In(["PENDING", "OPEN"]) }, { hold_id: holdId, hold_status: "RELEASED" }, 1)],
+      visible ? [{ accountId: card.account_id, mode: card.mode, type: "hold.released", object: holdView(card, 0), actor }] : [],
+    );
   }
 
   /**
@@ -274,7 +293,7 @@ export class CardIssuer {
     for (const card of stuck) {
       if (!(await this.claim(card))) continue;
       const account = await accountOf(card.account_id);
-      await this.drive(card, account, this.deps.processors(card.mode), true).catch(() => undefined);
+      await this.drive(card, account, this.deps.processors(card.mode), SYSTEM, true).catch(() => undefined);
       n++;
     }
     return n;

@@ -10,7 +10,7 @@ import {
   type Payment,
   type Transaction,
 } from "../db/entities.js";
-import { fastRepository, runAtomically, type Statement } from "../db/fast.js";
+import { fastRepository, insertedId, runAtomically, type Statement } from "../db/fast.js";
 import type { AccountService } from "./accounts.js";
 import { dueForRecovery, type CardService } from "./cards.js";
 import { processorAccount } from "./issuance.js";
@@ -20,6 +20,8 @@ import { notFound } from "./errors.js";
 import { newId } from "./ids.js";
 import { pageOf, type Page, type PageQuery } from "./paging.js";
 import type { NewPayment, PaymentQueue } from "./payments.js";
+import { commitWithEvents, eventStatements, PROCESSOR, SYSTEM, type NewEvent } from "./events.js";
+import { authorizationView, cardListView, holdView, transactionView } from "./views.js";
 
 export interface Merchant {
   name?: string | null;
@@ -143,7 +145,11 @@ export class CardLifecycle {
           { status: "USED", remaining_cents: 0, used_at: now, used_key: req.usedKey ?? null },
           1,
         );
-        const done = await runAtomically(this.deps.ds, [use, this.authorizations.insertStatement(approved)]);
+        const used: Card = { ...card, status: "USED", remaining_cents: 0, used_at: now, used_key: req.usedKey ?? null };
+        const done = await commitWithEvents(this.deps.ds, [use, this.authorizations.insertStatement(approved)], [
+          this.event(card, "authorization.approved", authorizationView({ ...approved, seq: 0 })),
+          this.event(card, "card.used", cardListView(used)),
+        ]);
         if (done) return { ...approved, seq: 0 };
         // Another authorization or a close won the card in between.
         const now2 = Date.now();
@@ -157,9 +163,19 @@ export class CardLifecycle {
     }
   }
 
+  /** Records a decision that changes no card: a decline, or a verification (zero amount). */
   private async record(row: Omit<Authorization, "seq">): Promise<Authorization> {
-    const res = await this.authorizations.insert(row);
-    return { ...row, seq: res.identifiers[0]!.seq as number };
+    const auth = { ...row, seq: 0 };
+    const type = row.approved ? "authorization.approved" : "authorization.declined";
+    const res = await commitWithEvents(this.deps.ds, [this.authorizations.insertStatement(row)], [
+      { accountId: row.account_id, mode: row.mode, type, object: authorizationView(auth), actor: PROCESSOR },
+    ]);
+    return { ...auth, seq: insertedId(res![0]!) };
+  }
+
+  /** An event of the processor's doing (unless `actor` says otherwise) about a row of an account. */
+  private event(on: { account_id: string; mode: Mode }, type: NewEvent["type"], object: unknown, actor = PROCESSOR): NewEvent {
+    return { accountId: on.account_id, mode: on.mode, type, object, actor };
   }
 
   /**
@@ -186,17 +202,20 @@ export class CardLifecycle {
       outcome === "declined"
         ? { status: "closed", approved: false, decline_reason: auth.decline_reason ?? "processor_declined", updated_at: now }
         : { status: outcome, updated_at: now };
+    const released = { ...auth, ...next };
     const steps: Statement[] = [this.authorizations.updateStatement({ id: auth.id, status: auth.status }, next, 1)];
-    if (auth.consumed_card && !settled) {
-      const card = (await this.cards.findOneBy({ id: auth.card_id }))!;
-      steps.push(
-        this.cards.updateStatement(
-          { id: card.id, status: "USED", spent_cents: 0 },
-          { status: "OPEN", remaining_cents: card.amount_cents, used_at: null, used_key: null },
-        ),
-      );
-    }
-    await runAtomically(this.deps.ds, steps);
+    const events = outcome === "declined" ? [this.event(auth, "authorization.declined", authorizationView(released))] : [];
+    // The card comes back with its event only if it is still USED and unsettled (expect 1);
+    // otherwise the authorization's change commits alone.
+    const card = auth.consumed_card && !settled ? (await this.cards.findOneBy({ id: auth.card_id }))! : null;
+    const reopened = card
+      ? await commitWithEvents(
+          this.deps.ds,
+          [...steps, this.cards.updateStatement({ id: card.id, status: "USED", spent_cents: 0 }, { status: "OPEN", remaining_cents: card.amount_cents, used_at: null, used_key: null }, 1)],
+          [...events, this.event(card, "card.reopened", cardListView({ ...card, status: "OPEN", remaining_cents: card.amount_cents, used_at: null, used_key: null }))],
+        )
+      : null;
+    if (!reopened) await commitWithEvents(this.deps.ds, steps, events);
     return (await this.authorizations.findOneBy({ id: auth.id }))!;
   }
 
@@ -219,6 +238,7 @@ export class CardLifecycle {
         this.transactions.insertStatement(txn),
         { sql: "UPDATE cards SET spent_cents = spent_cents + ? WHERE id = ?", params: [req.amountCents, card.id] },
         ...intents.map((i) => i.statement),
+        ...eventStatements(this.deps.ds, this.event(card, "transaction.created", transactionView({ ...txn, seq: 0 }))),
       ];
       if (req.authorizationId)
         steps.push(this.authorizations.updateStatement({ id: req.authorizationId, status: "pending" }, { status: "closed", updated_at: now }));
@@ -234,7 +254,7 @@ export class CardLifecycle {
           { kind: "hold_capture", amount_cents: fromHold, refund_of: null },
           ...(req.amountCents > fromHold ? [{ kind: "charge" as const, amount_cents: req.amountCents - fromHold, refund_of: null }] : []),
         ]);
-        if (await runAtomically(this.deps.ds, [claimHold, ...withHold.steps])) plan = withHold;
+        if (await commitWithEvents(this.deps.ds, [claimHold, ...withHold.steps], [this.event(card, "hold.captured", holdView(card, fromHold))])) plan = withHold;
       }
       if (!plan) {
         const beyond = common([{ kind: "charge", amount_cents: req.amountCents, refund_of: null }]);
@@ -271,11 +291,15 @@ export class CardLifecycle {
     }
     const intents = refunds.map((p) => this.payments.intent(card, txn.id, p));
     try {
-      await runAtomically(this.deps.ds, [
-        this.transactions.insertStatement(txn),
-        { sql: "UPDATE cards SET spent_cents = spent_cents - ? WHERE id = ?", params: [req.amountCents, card.id] },
-        ...intents.map((i) => i.statement),
-      ]);
+      await commitWithEvents(
+        this.deps.ds,
+        [
+          this.transactions.insertStatement(txn),
+          { sql: "UPDATE cards SET spent_cents = spent_cents - ? WHERE id = ?", params: [req.amountCents, card.id] },
+          ...intents.map((i) => i.statement),
+        ],
+        [this.event(card, "transaction.created", transactionView({ ...txn, seq: 0 }))],
+      );
     } catch (err) {
       const again = isUniqueViolation(err) ? await this.seenTransaction(req.processorTransactionId) : null;
       if (again) return again;
@@ -306,11 +330,17 @@ export class CardLifecycle {
    */
   async holdCanceled(card: Card): Promise<Card> {
     const now = Date.now();
-    await runAtomically(this.deps.ds, [
-      this.cards.updateStatement({ id: card.id, hold_status: "OPEN" }, { hold_status: "EXPIRED" }),
-      this.cards.updateStatement({ id: card.id, status: "OPEN" }, { status: "CLOSED", closed_at: now }),
-      this.cards.updateStatement({ id: card.id, status: "USED" }, { status: "CLOSED", closed_at: now }),
-    ]);
+    const lapse = this.cards.updateStatement({ id: card.id, hold_status: "OPEN" }, { hold_status: "EXPIRED" });
+    // The card is closed from the status read, with its event; if it changed meanwhile, read again.
+    for (let current = card; ; current = (await this.cards.findOneBy({ id: card.id }))!) {
+      if (current.status !== "OPEN" && current.status !== "USED") {
+        await runAtomically(this.deps.ds, [lapse]);
+        break;
+      }
+      const close = this.cards.updateStatement({ id: card.id, status: current.status }, { status: "CLOSED", closed_at: now }, 1);
+      const closedView = cardListView({ ...current, status: "CLOSED", closed_at: now });
+      if (await commitWithEvents(this.deps.ds, [lapse, close], [this.event(current, "card.closed", closedView)])) break;
+    }
     const closed = (await this.cards.findOneBy({ id: card.id }))!;
     await this.cardService.finishClose(closed).catch(() => undefined); // the maintenance pass retries
     return closed;
@@ -338,8 +368,12 @@ export class CardLifecycle {
     const now = Date.now();
     let n = 0;
     for (const card of await this.cards.find({ where: { status: "OPEN", expires_at: LessThan(now + 1) }, take: 100 })) {
-      const res = await this.cards.update({ id: card.id, status: "OPEN" }, { status: "CLOSED", closed_at: now });
-      if ((res.affected ?? 0) === 1) n++;
+      const expired = await commitWithEvents(
+        this.deps.ds,
+        [this.cards.updateStatement({ id: card.id, status: "OPEN" }, { status: "CLOSED", closed_at: now }, 1)],
+        [this.event(card, "card.expired", cardListView({ ...card, status: "CLOSED", closed_at: now }), SYSTEM)],
+      );
+      if (expired) n++;
       await this.cardService.followUp({ ...card, status: "CLOSED" });
     }
     const used = await this.cards.find({ where: { status: "USED", expires_at: LessThan(now + 1), revoked_at: IsNull(), ...dueForRecovery() }, take: 100 });

@@ -1,6 +1,7 @@
 import type { AccountService } from "./accounts.js";
 import type { ApprovalService } from "./approvals.js";
 import type { CardService } from "./cards.js";
+import type { EventService } from "./events.js";
 import type { IdempotencyStore } from "./idempotency.js";
 import type { CardIssuer } from "./issuance.js";
 import type { CardLifecycle } from "./lifecycle.js";
@@ -9,8 +10,8 @@ import type { PaymentQueue } from "./payments.js";
 /**
  * The periodic pass: expires approvals, finishes or compensates cards whose request died, closes
  * cards past their expiry, carries out payments that are due (the retry queue), completes
- * processor work left half done, and forgets idempotency keys older than 24 h. Every
- * step claims rows with conditional updates, so all instances may run it at once.
+ * processor work left half done, forgets idempotency keys older than 24 h and purges events older
+ * than 30 days. Every step claims rows with conditional updates, so all instances may run it at once.
  */
 export class Maintenance {
   constructor(
@@ -21,15 +22,17 @@ export class Maintenance {
     private readonly idempotency: IdempotencyStore,
     private readonly lifecycle: CardLifecycle,
     private readonly payments: PaymentQueue,
+    private readonly events: EventService,
   ) {}
 
-  async run(): Promise<{ expired: number; recovered: number; cardsExpired: number; paid: number; settled: number; purged: number }> {
+  async run(): Promise<{ expired: number; recovered: number; cardsExpired: number; paid: number; settled: number; purged: number; eventsPurged: number }> {
     const expired = await this.approvals.expireDue();
     const recovered = await this.issuer.recoverStuck((id) => this.accounts.get(id));
     const cardsExpired = await this.lifecycle.expireDue();
     const paid = await this.payments.runDue();
     const settled = await this.cards.settleLeftovers();
     const purged = await this.idempotency.purgeExpired();
-    return { expired, recovered, cardsExpired, paid, settled, purged };
+    const eventsPurged = await this.events.purgeExpired();
+    return { expired, recovered, cardsExpired, paid, settled, purged, eventsPurged };
   }
 }

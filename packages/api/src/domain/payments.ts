@@ -8,6 +8,8 @@ import type { Deps } from "./deps.js";
 import { newId } from "./ids.js";
 import { processorAccount } from "./issuance.js";
 import { callProcessor } from "./processor-call.js";
+import { commitWithEvents, SYSTEM } from "./events.js";
+import { operatorPaymentView } from "./views.js";
 
 /** A payment row to insert with the transaction that causes it (runAtomically). */
 export type NewPayment = Pick<Payment, "kind" | "amount_cents" | "refund_of">;
@@ -113,10 +115,7 @@ export class PaymentQueue {
         return this.attempt(id);
       }
       if (err instanceof PaymentDeclinedError && payment.kind === "charge") {
-        await this.repo.update(
-          { id, status: "pending" },
-          { status: "uncollected", lease_until: null, next_attempt_at: null, last_error: err.message.slice(0, 500), updated_at: Date.now() },
-        );
+        await this.conclude(payment, { status: "uncollected", lease_until: null, next_attempt_at: null, last_error: err.message.slice(0, 500), updated_at: Date.now() });
         return false;
       }
       return this.later(payment, err instanceof Error ? err.message : String(err));
@@ -153,16 +152,26 @@ export class PaymentQueue {
   private async later(payment: Payment, error: string): Promise<boolean> {
     const attempts = payment.attempts;
     const attention = attempts >= MAX_ATTEMPTS;
-    await this.repo.update(
-      { id: payment.id, status: "pending" },
-      {
-        status: attention ? "attention" : "pending",
-        lease_until: null,
-        next_attempt_at: attention ? null : Date.now() + backoffMs(attempts),
-        last_error: error.slice(0, 500),
-        updated_at: Date.now(),
-      },
-    );
+    await this.conclude(payment, {
+      status: attention ? "attention" : "pending",
+      lease_until: null,
+      next_attempt_at: attention ? null : Date.now() + backoffMs(attempts),
+      last_error: error.slice(0, 500),
+      updated_at: Date.now(),
+    });
     return false;
+  }
+
+  /**
+   * Writes the outcome of an attempt at a pending payment; one that leaves it uncollected or
+   * needing an operator is announced (payment.uncollected, processor.attention_needed) with it.
+   */
+  private async conclude(payment: Payment, outcome: Partial<Payment> & { status: Payment["status"] }): Promise<void> {
+    const type = outcome.status === "uncollected" ? "payment.uncollected" : outcome.status === "attention" ? "processor.attention_needed" : null;
+    await commitWithEvents(
+      this.deps.ds,
+      [this.repo.updateStatement({ id: payment.id, status: "pending" }, outcome, 1)],
+      type ? [{ accountId: payment.account_id, mode: payment.mode, type, object: operatorPaymentView({ ...payment, ...outcome }), actor: SYSTEM }] : [],
+    );
   }
 }

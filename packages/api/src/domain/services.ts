@@ -2,6 +2,7 @@ import { AccountService } from "./accounts.js";
 import { ApprovalService } from "./approvals.js";
 import { CardService } from "./cards.js";
 import type { Deps } from "./deps.js";
+import { EventService } from "./events.js";
 import { IdempotencyStore } from "./idempotency.js";
 import { CardIssuer } from "./issuance.js";
 import { CardLifecycle } from "./lifecycle.js";
@@ -9,6 +10,8 @@ import { Maintenance } from "./maintenance.js";
 import { PaymentQueue } from "./payments.js";
 import { OwnerService } from "./owners.js";
 import { PolicyService } from "./policies.js";
+import { WebhookDeliveryQueue } from "./webhook-deliveries.js";
+import { WebhookEndpointService } from "./webhook-endpoints.js";
 
 export type Services = ReturnType<typeof createServices>;
 
@@ -22,6 +25,9 @@ export function createServices(deps: Deps) {
   const cards = new CardService(deps, accounts, policies, approvals, issuer);
   const lifecycle = new CardLifecycle(deps, accounts, cards, payments);
   const idempotency = new IdempotencyStore(deps);
-  const maintenance = new Maintenance(accounts, approvals, cards, issuer, idempotency, lifecycle, payments);
-  return { deps, accounts, owners, policies, approvals, cards, lifecycle, payments, idempotency, maintenance };
+  const events = new EventService(deps);
+  const maintenance = new Maintenance(accounts, approvals, cards, issuer, idempotency, lifecycle, payments, events);
+  const webhookEndpoints = new WebhookEndpointService(deps);
+  const webhookDeliveries = new WebhookDeliveryQueue(deps);
+  return { deps, accounts, owners, policies, approvals, cards, lifecycle, payments, idempotency, events, maintenance, webhookEndpoints, webhookDeliveries };
 }

@@ -40,6 +40,18 @@ export const cardDetailView = (c: Card, ephemeralKeySecret: string, revealEndpoi
   reveal: { url: revealEndpoint.url, api_version: revealEndpoint.apiVersion },
 });
 
+/**
+ * A card's hold as its events show it (hold.captured, hold.released): the amount held on the
+ * payment method for the card, and how much of it was captured and how much released.
+ */
+export const holdView = (c: Card, capturedCents: number) => ({
+  card_id: c.id,
+  amount_cents: c.amount_cents,
+  captured_cents: capturedCents,
+  released_cents: c.amount_cents - capturedCents,
+  status: capturedCents > 0 ? ("captured" as const) : ("released" as const),
+});
+
 export const approvalView = (a: Approval) => ({
   id: a.id,
   amount_cents: a.amount_cents,

@@ -1,6 +1,10 @@
-import { approvalView, cardCreatedView } from "../domain/views.js";
 import * as s from "@cardctl/contract";
-import { apiProcedure, fullAccessProcedure, router } from "../trpc.js";
+import { z } from "zod";
+import { createdKeyView, keyView } from "../domain/accounts.js";
+import { actorOf } from "../domain/events.js";
+import { isoTime } from "../domain/ids.js";
+import { approvalView, cardCreatedView } from "../domain/views.js";
+import { apiProcedure, fullAccessProcedure, ownerProcedure, router } from "../trpc.js";
 
 export const balanceRouter = router({
   retrieve: apiProcedure
@@ -16,6 +20,30 @@ export const apiKeysRouter = router({
     .input(s.noInput)
     .output(s.currentKey)
     .query(({ ctx }) => ({ id: ctx.principal.keyId, account_id: ctx.principal.accountId, mode: ctx.principal.mode, role: ctx.principal.role })),
+
+  // The dashboard's API keys page (tRPC only, for the owner's session): the account's keys of both modes.
+  list: ownerProcedure
+    .input(s.noInput)
+    .output(z.object({ data: z.array(s.apiKey) }))
+    .query(async ({ ctx }) => ({ data: (await ctx.services.accounts.listKeys(ctx.principal.accountId)).map(keyView) })),
+
+  /** A key of the session's mode; its secret is in this answer only. */
+  create: ownerProcedure
+    .input(s.ownerCreateKeyInput)
+    .output(s.createdKey)
+    .mutation(async ({ ctx, input }) => {
+      const p = ctx.principal;
+      const { key, secret } = await ctx.services.accounts.createKey(p.accountId, p.mode, input.role, input.name ?? null, actorOf(p));
+      return createdKeyView(key, secret);
+    }),
+
+  revoke: ownerProcedure
+    .input(s.keyIdInput)
+    .output(z.object({ ok: z.literal(true), revoked_at: z.string() }))
+    .mutation(async ({ ctx, input }) => ({
+      ok: true as const,
+      revoked_at: isoTime(await ctx.services.accounts.revokeKey(input.id, actorOf(ctx.principal), ctx.principal.accountId)),
+    })),
 });
 
 export const policiesRouter = router({

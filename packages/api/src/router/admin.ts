@@ -1,4 +1,4 @@
-import { accountView, keyView } from "../domain/accounts.js";
+import { accountView, createdKeyView, keyView } from "../domain/accounts.js";
 import { isoTime } from "../domain/ids.js";
 import { attentionCardView, operatorPaymentView } from "../domain/views.js";
 import * as s from "@cardctl/contract";
@@ -81,7 +81,7 @@ export const adminRouter = router({
     .mutation(async ({ ctx, input }) => {
       const { key, secret } = await ctx.services.accounts.createKey(input.id, input.mode, input.role, input.name ?? null);
       ctx.response.status = 201;
-      return { id: key.id, secret, mode: key.mode, role: key.role, name: key.name, created_at: isoTime(key.created_at) };
+      return createdKeyView(key, secret);
     }),
 
   listKeys: adminProcedure

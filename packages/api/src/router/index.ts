@@ -1,6 +1,8 @@
 import { router } from "../trpc.js";
 import { apiKeysRouter, approvalsRouter, balanceRouter, policiesRouter } from "./account.js";
 import { authorizationsRouter, cardsRouter, testHelpersRouter, transactionsRouter } from "./cards.js";
+import { eventsRouter } from "./events.js";
+import { webhookEndpointsRouter } from "./webhook-endpoints.js";
 
 /** Every procedure of the public API: tRPC at /trpc, REST at /v1 through trpc-to-openapi. */
 export const appRouter = router({
@@ -12,6 +14,8 @@ export const appRouter = router({
   authorizations: authorizationsRouter,
   transactions: transactionsRouter,
   testHelpers: testHelpersRouter,
+  events: eventsRouter,
+  webhookEndpoints: webhookEndpointsRouter,
 });
 
 export type AppRouter = typeof appRouter;

@@ -4,6 +4,7 @@ import { closeSync, fchmodSync, openSync, writeSync } from "node:fs";
 import { ctxOf, type Ctx } from "../context.js";
 import { UsageError } from "../errors.js";
 import { parseAmount, parseCents } from "../money.js";
+import { parseLimit } from "../options.js";
 import { relativeTime, truncate } from "../output.js";
 import { confirm } from "../prompt.js";
 
@@ -121,11 +122,7 @@ export function registerCards(program: Command): void {
         params.status = s;
       }
       if (o.agent !== undefined) params.agent_id = o.agent;
-      if (o.limit !== undefined) {
-        const n = Number(o.limit);
-        if (!Number.isInteger(n) || n < 1 || n > 100) throw new UsageError("--limit must be a whole number from 1 to 100.");
-        params.limit = n;
-      }
+      if (o.limit !== undefined) params.limit = parseLimit(o.limit);
       const client = ctx.client();
       let page: { data: any[]; has_more: boolean };
       if (o.all) {

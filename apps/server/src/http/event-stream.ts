@@ -1,0 +1,86 @@
+import { AppError, eventView, schemas, type Services } from "@cardctl/api";
+import type { FastifyInstance } from "fastify";
+import { resetAsTimestamp } from "./rate-limit.js";
+
+/** How often a stream looks for new events in the outbox. */
+const POLL_MS = 500;
+/** A client this far behind (bytes queued on its socket) is dropped; it resumes with Last-Event-ID. */
+const MAX_BUFFERED = 1024 * 1024;
+
+/** `?types=a,b` (or repeated): event types to keep; every type when absent. */
+function parseTypes(raw: unknown): schemas.EventType[] {
+  const list = (Array.isArray(raw) ? raw.join(",") : typeof raw === "string" ? raw : "").split(",").map((t) => t.trim()).filter(Boolean);
+  const unknown = list.filter((t) => !(schemas.EVENT_TYPES as readonly string[]).includes(t));
+  if (unknown.length > 0)
+    throw new AppError(400, "validation_error", `Invalid request: types has unknown event types: ${unknown.join(", ")}.`, {
+      issues: [{ path: "types", message: `unknown event types: ${unknown.join(", ")}; see GET /v1/events for the types` }],
+    });
+  return list as schemas.EventType[];
+}
+
+/**
+ * GET /v1/events/stream: the account's new events (of the key's mode) as Server-Sent Events, one
+ * `id: evt_…` / `data: <event JSON>` message each; `?types=` filters, `Last-Event-ID` resumes
+ * after that event. Read from the outbox (EventFeed), so events written by any instance arrive.
+ * Comment lines every `heartbeatMs` keep idle proxies from closing it. A request timeout never
+ * ends it (Node's requestTimeout covers receiving the request only); the client's disconnect and
+ * the server's close do.
+ */
+export function registerEventStream(app: FastifyInstance, services: Services, heartbeatMs: number) {
+  const open = new Set<() => void>();
+  // Streams never end by themselves, and closing the server waits for open requests.
+  app.addHook("preClose", async () => {
+    for (const end of open) end();
+  });
+
+  // No HEAD twin: it would open a stream with no body to carry it.
+  app.get("/v1/events/stream", { exposeHeadRoute: false }, async (req, reply) => {
+    const principal = req.principal!; // the auth step answered 401 already
+    const types = parseTypes((req.query as { types?: unknown }).types);
+    const lastEventId = req.headers["last-event-id"];
+    const feed = await services.events.feed(principal, { lastEventId: typeof lastEventId === "string" && lastEventId ? lastEventId : undefined, types });
+
+    reply.hijack();
+    resetAsTimestamp(reply);
+    const res = reply.raw;
+    res.writeHead(200, {
+      ...(reply.getHeaders() as Record<string, string | number | string[]>),
+      "content-type": "text/event-stream; charset=utf-8",
+      "cache-control": "no-cache, no-transform",
+      connection: "keep-alive",
+      // nginx and similar proxies buffer responses unless told not to.
+      "x-accel-buffering": "no",
+    });
+    res.write("retry: 2000\n: connected\n\n");
+
+    let ended = false;
+    let timer: NodeJS.Timeout | undefined;
+    const end = () => {
+      if (ended) return;
+      ended = true;
+      clearTimeout(timer);
+      clearInterval(heartbeat);
+      open.delete(end);
+      res.end();
+    };
+    open.add(end);
+    res.on("close", end);
+    const heartbeat = setInterval(() => res.write(": ping\n\n"), heartbeatMs);
+
+    const poll = async () => {
+      try {
+        for (const event of await feed.next()) {
+          if (ended) return;
+          res.write(`id: ${event.id}\ndata: ${JSON.stringify(eventView(event))}\n\n`);
+        }
+      } catch (err) {
+        // The client reconnects (retry:) and resumes from its Last-Event-ID.
+        req.log.error({ err }, "event stream failed");
+        return end();
+      }
+      if (res.writableLength > MAX_BUFFERED) return end();
+      if (!ended) timer = setTimeout(poll, POLL_MS);
+    };
+    void poll();
+  });
+}

@@ -1,0 +1,346 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { dbKind, expectError, processor, startServer, type TestServer } from "./harness.js";
+import { guarded, ISO, LIST_CARD_KEYS, APPROVAL_KEYS } from "./helpers.js";
+import { openStream } from "./sse.js";
+
+/**
+ * The event outbox (DESIGN 3.7): every state change of cards, approvals, the money lifecycle
+ * (3.6), keys and the policy writes its event in the same transaction; GET /v1/events lists them
+ * (scoped to the key's account and mode), and GET /v1/events/stream streams them live.
+ */
+describe(`events (${dbKind}, ${processor})`, () => {
+  let s: TestServer;
+  beforeAll(async () => {
+    s = guarded(await startServer({ EVENT_STREAM_HEARTBEAT_MS: "200" }));
+  });
+  afterAll(() => s.close());
+
+  /** A fresh account's full test key, and its helpers. */
+  async function account() {
+    const acct = await s.newAccount();
+    const key = await acct.key();
+    const post = async (path: string, body?: unknown) => (await s.request("POST", path, { key, body })).body;
+    /** Every event of the account, oldest first (the API lists newest first), through the pages. */
+    const allEvents = async (query = "") => {
+      const all: any[] = [];
+      let after = "";
+      for (;;) {
+        const page = (await s.request("GET", `/v1/events?limit=100${query}${after}`, { key })).body;
+        all.push(...page.data);
+        if (!page.has_more) return all.reverse();
+        after = `&starting_after=${page.data[page.data.length - 1].id}`;
+      }
+    };
+    /** The same without the api_key.created of the account's set-up. */
+    const events = async (query = "") => (await allEvents(query)).filter((e) => e.type !== "api_key.created");
+    const types = async (query = "") => (await events(query)).map((e) => e.type);
+    return { acct, key, post, allEvents, events, types };
+  }
+
+  it("card creation, purchase and settlement write their events, each with the resource as the API shows it", async () => {
+    const a = await account();
+    const card = await a.post("/v1/cards", { amount_cents: 1000, agent_id: "agent-7" });
+    const [created] = await a.events();
+    expect(Object.keys(created).sort()).toEqual(["actor", "created_at", "data", "id", "mode", "object", "type"]);
+    expect(created).toMatchObject({ object: "event", type: "card.created", mode: "test", actor: { type: "api_key", id: expect.stringMatching(/^key_/) } });
+    expect(created.id).toMatch(/^evt_[A-Za-z0-9]{24}$/);
+    expect(created.created_at).toMatch(ISO);
+    expect(Object.keys(created.data.object).sort()).toEqual([...LIST_CARD_KEYS].sort());
+    expect(created.data.object).toEqual((await s.request("GET", "/v1/cards?limit=1", { key: a.key })).body.data[0]);
+
+    const auth = await a.post(`/v1/test_helpers/cards/${card.id}/authorizations`, { amount_cents: 700, merchant: { name: "Shop" } });
+    const txn = await a.post(`/v1/test_helpers/authorizations/${auth.id}/capture`, { amount_cents: 600 });
+    expect(await a.types()).toEqual(["card.created", "authorization.approved", "card.used", "transaction.created", "hold.captured"]);
+    const byType = Object.fromEntries((await a.events()).map((e) => [e.type, e]));
+    expect(byType["authorization.approved"].data.object).toMatchObject({ id: auth.id, approved: true, amount_cents: 700, merchant: { name: "Shop" } });
+    expect(byType["authorization.approved"].actor).toEqual({ type: "processor", id: null });
+    expect(byType["card.used"].data.object).toMatchObject({ id: card.id, status: "USED", remaining_cents: 0 });
+    expect(byType["transaction.created"].data.object).toEqual(txn);
+    expect(byType["hold.captured"].data.object).toEqual({ card_id: card.id, amount_cents: 1000, captured_cents: 600, released_cents: 400, status: "captured" });
+
+    const refund = await a.post(`/v1/test_helpers/transactions/${txn.id}/refund`, { amount_cents: 100 });
+    const last = (await a.events()).at(-1);
+    expect(last).toMatchObject({ type: "transaction.created", data: { object: { id: refund.id, type: "refund", amount_cents: 100 } } });
+  });
+
+  it("declines, reversals, closing and a lapsed hold: authorization.declined, card.reopened, card.closed, hold.released", async () => {
+    const a = await account();
+    const card = await a.post("/v1/cards", { amount_cents: 500 });
+    await a.post(`/v1/test_helpers/cards/${card.id}/authorizations`, { amount_cents: 900 });
+    const auth = await a.post(`/v1/test_helpers/cards/${card.id}/authorizations`, { amount_cents: 300 });
+    await a.post(`/v1/test_helpers/authorizations/${auth.id}/reverse`);
+    await a.post(`/v1/cards/${card.id}/close`);
+    await a.post(`/v1/cards/${card.id}/close`); // idempotent: no second event
+    expect(await a.types()).toEqual(["card.created", "authorization.declined", "authorization.approved", "card.used", "card.reopened", "card.closed", "hold.released"]);
+    const events = await a.events();
+    expect(events[1].data.object).toMatchObject({ approved: false, decline_reason: "amount_exceeds_remaining", amount_cents: 900 });
+    expect(events[4].data.object).toMatchObject({ id: card.id, status: "OPEN", remaining_cents: 500 });
+    expect(events[5]).toMatchObject({ data: { object: { id: card.id, status: "CLOSED" } }, actor: { type: "api_key" } });
+    expect(events[6].data.object).toEqual({ card_id: card.id, amount_cents: 500, captured_cents: 0, released_cents: 500, status: "released" });
+
+    const lapsing = await a.post("/v1/cards", { amount_cents: 200 });
+    await a.post(`/v1/test_helpers/cards/${lapsing.id}/expire_hold`);
+    const tail = (await a.events()).slice(-2);
+    expect(tail.map((e) => e.type)).toEqual(["card.created", "card.closed"]);
+    expect(tail[1]).toMatchObject({ actor: { type: "processor" }, data: { object: { id: lapsing.id, status: "CLOSED" } } });
+  });
+
+  it("an expired card: card.expired (the system's), then its hold released", async () => {
+    const a = await account();
+    const card = await a.post("/v1/cards", { amount_cents: 400 });
+    await s.query("UPDATE cards SET expires_at = ? WHERE id = ?", [Date.now() - 1, card.id]);
+    await s.app.services.maintenance.run();
+    const events = await a.events();
+    expect(events.map((e) => e.type)).toEqual(["card.created", "card.expired", "hold.released"]);
+    expect(events[1]).toMatchObject({ actor: { type: "system", id: null }, data: { object: { id: card.id, status: "CLOSED" } } });
+    // The pass again: nothing changes, nothing is announced twice.
+    await s.app.services.maintenance.run();
+    expect(await a.types()).toHaveLength(3);
+  });
+
+  it("approvals: created, approved (with its card), rejected and expired", async () => {
+    const a = await account();
+    const ask = (amount: number) => a.post("/v1/cards", { amount_cents: amount, policy_override: { approval_required: true } });
+    const one = await ask(100);
+    const two = await ask(200);
+    const three = await ask(300);
+    const card = await a.post(`/v1/approvals/${one.approval_id}/approve`);
+    await a.post(`/v1/approvals/${two.approval_id}/reject`, { reason: "no" });
+    expectError(await s.request("POST", `/v1/approvals/${two.approval_id}/reject`, { key: a.key, body: {} }), 409, "approval_not_pending");
+    await s.query("UPDATE approvals SET expires_at = ? WHERE id = ?", [Date.now() - 1, three.approval_id]);
+    await s.request("GET", "/v1/approvals", { key: a.key }); // expiry is applied on reads
+    await s.app.services.maintenance.run(); // and by the sweep, which finds nothing left
+    const events = await a.events();
+    expect(events.map((e) => [e.type, e.data.object.id])).toEqual([
+      ["approval.created", one.approval_id],
+      ["approval.created", two.approval_id],
+      ["approval.created", three.approval_id],
+      ["approval.approved", one.approval_id],
+      ["card.created", card.id],
+      ["approval.rejected", two.approval_id],
+      ["approval.expired", three.approval_id],
+    ]);
+    for (const e of events.filter((e) => e.type.startsWith("approval."))) expect(Object.keys(e.data.object).sort()).toEqual([...APPROVAL_KEYS].sort());
+    expect(events[0].data.object).toMatchObject({ status: "PENDING", amount_cents: 100 });
+    expect(events[3].data.object).toMatchObject({ status: "APPROVED", card_id: card.id });
+    expect(events[5].data.object).toMatchObject({ status: "REJECTED", reason: "no" });
+    expect(events[6]).toMatchObject({ actor: { type: "system" }, data: { object: { status: "EXPIRED" } } });
+  });
+
+  it("an issuance that fails announces no card and no approval decision", async () => {
+    const a = await account();
+    const pending = await a.post("/v1/cards", { amount_cents: 100, policy_override: { approval_required: true } });
+    s.processor.fail("mint", "fail");
+    try {
+      expectError(await s.request("POST", "/v1/cards", { key: a.key, body: { amount_cents: 100 } }), 502, "processor_error");
+      expectError(await s.request("POST", `/v1/approvals/${pending.approval_id}/approve`, { key: a.key }), 502, "processor_error");
+    } finally {
+      s.processor.clear();
+    }
+    expect(await a.types()).toEqual(["approval.created"]);
+  });
+
+  it("uncollected money and payments that need an operator are announced", async () => {
+    const a = await account();
+    const card = await a.post("/v1/cards", { amount_cents: 400 });
+    const auth = await a.post(`/v1/test_helpers/cards/${card.id}/authorizations`, { amount_cents: 400 });
+    s.processor.fail("charge", "decline");
+    try {
+      await a.post(`/v1/test_helpers/authorizations/${auth.id}/capture`, { amount_cents: 650 });
+    } finally {
+      s.processor.clear();
+    }
+    const uncollected = (await a.events("&type=payment.uncollected"))[0];
+    expect(uncollected).toMatchObject({ actor: { type: "system" }, data: { object: { card_id: card.id, kind: "charge", amount_cents: 250, status: "uncollected" } } });
+
+    const other = await a.post("/v1/cards", { amount_cents: 300 });
+    const auth2 = await a.post(`/v1/test_helpers/cards/${other.id}/authorizations`, { amount_cents: 300 });
+    s.processor.fail("capture", "fail");
+    try {
+      await a.post(`/v1/test_helpers/authorizations/${auth2.id}/capture`);
+      await s.query("UPDATE payments SET attempts = 8, next_attempt_at = 0 WHERE card_id = ?", [other.id]);
+      await s.app.services.maintenance.run();
+    } finally {
+      s.processor.clear();
+    }
+    const attention = await a.events("&type=processor.attention_needed");
+    expect(attention).toHaveLength(1);
+    expect(attention[0].data.object).toMatchObject({ card_id: other.id, kind: "hold_capture", status: "attention" });
+  });
+
+  it("a card whose processor follow-up keeps failing is announced as needing attention, once", async () => {
+    const a = await account();
+    const card = await a.post("/v1/cards", { amount_cents: 300 });
+    s.processor.fail("revoke", "fail");
+    try {
+      expectError(await s.request("POST", `/v1/cards/${card.id}/close`, { key: a.key }), 502, "processor_error");
+      await s.query("UPDATE cards SET recovery_attempts = 7, recovery_next_at = NULL WHERE id = ?", [card.id]);
+      await s.app.services.maintenance.run();
+      await s.app.services.maintenance.run();
+    } finally {
+      s.processor.clear();
+    }
+    const attention = await a.events("&type=processor.attention_needed");
+    expect(attention.map((e) => e.data.object)).toMatchObject([{ id: card.id, status: "CLOSED", recovery_attempts: 8 }]);
+  });
+
+  it("racing closes and purchases announce each transition once, and only the one that happened", async () => {
+    const a = await account();
+    for (let round = 0; round < 3; round++) {
+      const card = await a.post("/v1/cards", { amount_cents: 500 });
+      await Promise.all([
+        ...Array.from({ length: 4 }, () => s.request("POST", `/v1/cards/${card.id}/close`, { key: a.key })),
+        ...Array.from({ length: 4 }, () => s.request("POST", `/v1/test_helpers/cards/${card.id}/authorizations`, { key: a.key, body: { amount_cents: 200 } })),
+      ]);
+      const final = (await s.request("GET", "/v1/cards?limit=1", { key: a.key })).body.data[0];
+      const mine = (await a.events()).filter((e) => [e.data.object.id, e.data.object.card_id].includes(card.id));
+      const count = (type: string) => mine.filter((e) => e.type === type).length;
+      expect(count("card.created")).toBe(1);
+      expect(count("authorization.approved") + count("authorization.declined")).toBe(4);
+      if (final.status === "USED") {
+        expect([count("card.used"), count("authorization.approved"), count("card.closed")]).toEqual([1, 1, 0]);
+      } else {
+        expect(final.status).toBe("CLOSED");
+        expect([count("card.used"), count("authorization.approved"), count("card.closed"), count("hold.released")]).toEqual([0, 0, 1, 1]);
+      }
+    }
+  });
+
+  it("keys and the policy: api_key.created, api_key.revoked, policy.updated", async () => {
+    const a = await account();
+    const agentKey = (await s.admin("POST", `/accounts/${a.acct.id}/keys`, { mode: "test", role: "agent", name: "bot" })).body;
+    await s.admin("POST", `/keys/${agentKey.id}/revoke`);
+    await s.request("PUT", "/v1/policies/default", { key: a.key, body: { max_amount_cents: 1234 } });
+    const events = await a.allEvents();
+    // The first key (made by the account's set-up) is announced too.
+    expect(events.map((e) => e.type)).toEqual(["api_key.created", "api_key.created", "api_key.revoked", "policy.updated"]);
+    expect(events[1]).toMatchObject({ actor: { type: "system" }, data: { object: { id: agentKey.id, role: "agent", name: "bot", revoked_at: null } } });
+    expect(JSON.stringify(events)).not.toContain(agentKey.secret);
+    expect(events[2].data.object).toMatchObject({ id: agentKey.id, revoked_at: expect.stringMatching(ISO) });
+    expect(events[3]).toMatchObject({ actor: { type: "api_key" }, data: { object: { approval_required: false, max_amount_cents: 1234 } } });
+  });
+
+  it("lists newest first with paging and a type filter; gets one; 400 on bad input", async () => {
+    const a = await account();
+    for (let i = 0; i < 5; i++) await a.post("/v1/cards", { amount_cents: 100 + i });
+    const first = (await s.request("GET", "/v1/events?limit=2&type=card.created", { key: a.key })).body;
+    expect(first.has_more).toBe(true);
+    expect(first.data.map((e: any) => e.data.object.amount_cents)).toEqual([104, 103]);
+    const second = (await s.request("GET", `/v1/events?limit=2&type=card.created&starting_after=${first.data[1].id}`, { key: a.key })).body;
+    expect(second.data.map((e: any) => e.data.object.amount_cents)).toEqual([102, 101]);
+    const third = (await s.request("GET", `/v1/events?limit=2&type=card.created&starting_after=${second.data[1].id}`, { key: a.key })).body;
+    expect(third).toMatchObject({ has_more: false, data: [{ data: { object: { amount_cents: 100 } } }] });
+    expect((await s.request("GET", "/v1/events", { key: a.key })).body.data).toHaveLength(6); // 20 by default; and the key's api_key.created
+
+    const one = await s.request("GET", `/v1/events/${first.data[0].id}`, { key: a.key });
+    expect(one.status).toBe(200);
+    expect(one.body).toEqual(first.data[0]);
+    expectError(await s.request("GET", "/v1/events?limit=0", { key: a.key }), 400, "validation_error");
+    expectError(await s.request("GET", "/v1/events?type=card.exploded", { key: a.key }), 400, "validation_error");
+    expectError(await s.request("GET", "/v1/events?starting_after=evt_nope", { key: a.key }), 400, "validation_error");
+    expectError(await s.request("GET", "/v1/events/evt_000000000000000000000000", { key: a.key }), 404, "not_found");
+    expectError(await s.request("GET", "/v1/events", { key: null }), 401, "unauthorized");
+  });
+
+  it("is scoped to the key's account and mode: another account's event is 404, live keys see no test events", async () => {
+    const a = await account();
+    const b = await account();
+    await a.post("/v1/cards", { amount_cents: 100 });
+    const mine = (await a.events("&type=card.created"))[0];
+    expectError(await s.request("GET", `/v1/events/${mine.id}`, { key: b.key }), 404, "not_found");
+    expect(await b.types("&type=card.created")).toEqual([]);
+    const live = await a.acct.key("live");
+    // Live mode has only the live key's own creation.
+    expect((await s.request("GET", "/v1/events", { key: live })).body.data.map((e: any) => [e.type, e.mode])).toEqual([["api_key.created", "live"]]);
+    expectError(await s.request("GET", `/v1/events/${mine.id}`, { key: live }), 404, "not_found");
+    expectError(await s.request("GET", `/v1/events?starting_after=${mine.id}`, { key: b.key }), 400, "validation_error");
+  });
+
+  it("the maintenance pass purges events older than 30 days, and only those", async () => {
+    const a = await account();
+    for (let i = 0; i < 3; i++) await a.post("/v1/cards", { amount_cents: 100 + i });
+    const events = await a.events("&type=card.created");
+    const day = 24 * 3600 * 1000;
+    await s.query("UPDATE events SET created_at = ? WHERE id IN (?, ?)", [Date.now() - 31 * day, events[0].id, events[1].id]);
+    await s.query("UPDATE events SET created_at = ? WHERE id = ?", [Date.now() - 29 * day, events[2].id]);
+    const result = await s.app.services.maintenance.run();
+    expect(result.eventsPurged).toBeGreaterThanOrEqual(2);
+    expect((await a.events("&type=card.created")).map((e) => e.id)).toEqual([events[2].id]);
+    expectError(await s.request("GET", `/v1/events/${events[0].id}`, { key: a.key }), 404, "not_found");
+  });
+
+  describe("GET /v1/events/stream", () => {
+    it("streams the account's new events live, filtered by type, with heartbeats", async () => {
+      const a = await account();
+      const b = await account();
+      await a.post("/v1/cards", { amount_cents: 111 }); // before the stream: not sent
+      const all = await openStream(s.url, a.key);
+      const onlyClosed = await openStream(s.url, a.key, { query: "?types=card.closed,approval.created" });
+      try {
+        expect(all.res.status).toBe(200);
+        expect(all.res.headers.get("content-type")).toMatch(/^text\/event-stream/);
+        expect(all.res.headers.get("request-id")).toMatch(/^req_/);
+        expect(Number(all.res.headers.get("ratelimit-reset"))).toBeGreaterThan(Date.now() / 1000);
+        await all.until((m) => m.some((x) => x.comment === "ping"), "a heartbeat");
+        await b.post("/v1/cards", { amount_cents: 999 }); // another account's: never sent
+        const card = await a.post("/v1/cards", { amount_cents: 222 });
+        await a.post(`/v1/cards/${card.id}/close`);
+        const closed = await all.waitForEvent("card.closed");
+        expect(closed.data.object.id).toBe(card.id);
+        expect(all.events().map((e) => e.type)).toEqual(["card.created", "card.closed", "hold.released"].slice(0, all.events().length));
+        const sent = all.messages.filter((m) => m.data);
+        expect(sent.map((m) => m.id)).toEqual(all.events().map((e) => e.id));
+        expect(all.events()[0]).toEqual((await s.request("GET", `/v1/events/${all.events()[0].id}`, { key: a.key })).body);
+        await onlyClosed.waitForEvent("card.closed");
+        expect(onlyClosed.events().map((e) => e.type)).toEqual(["card.closed"]);
+      } finally {
+        await all.close();
+        await onlyClosed.close();
+      }
+    });
+
+    it("resumes after Last-Event-ID", async () => {
+      const a = await account();
+      const first = await a.post("/v1/cards", { amount_cents: 100 });
+      await a.post("/v1/cards", { amount_cents: 200 });
+      await a.post("/v1/cards", { amount_cents: 300 });
+      const events = await a.events("&type=card.created");
+      expect(events[0].data.object.id).toBe(first.id);
+      const stream = await openStream(s.url, a.key, { lastEventId: events[0].id, query: "?types=card.created" });
+      try {
+        await stream.until(() => stream.events().length >= 2, "two events");
+        expect(stream.events().map((e) => e.data.object.amount_cents)).toEqual([200, 300]);
+      } finally {
+        await stream.close();
+      }
+    });
+
+    it("refuses a missing key and unknown types", async () => {
+      const noKey = await fetch(`${s.url}/v1/events/stream`);
+      expect(noKey.status).toBe(401);
+      const bad = await fetch(`${s.url}/v1/events/stream?types=card.created,nope`, { headers: { authorization: `Bearer ${s.apiKey}` } });
+      expect(bad.status).toBe(400);
+      expect((await bad.json()).error).toMatchObject({ code: "validation_error", details: { issues: [{ path: "types" }] } });
+    });
+  });
+});
+
+describe(`event streams and the server's lifetime (${dbKind})`, () => {
+  it("outlive REQUEST_TIMEOUT_MS, and end when the server closes", async () => {
+    const s = await startServer({ REQUEST_TIMEOUT_MS: "1000", EVENT_STREAM_HEARTBEAT_MS: "100" });
+    let closed = false;
+    try {
+      const stream = await openStream(s.url, s.apiKey);
+      // Longer than the request timeout (Node checks it every second): still open, still delivering.
+      await stream.until((m) => m.filter((x) => x.comment === "ping").length >= 25, "25 heartbeats");
+      await s.request("POST", "/v1/cards", { body: { amount_cents: 100 } });
+      await stream.waitForEvent("card.created");
+      const ended = stream.ended();
+      await s.close();
+      closed = true;
+      expect(await ended).toBe(true);
+    } finally {
+      if (!closed) await s.close();
+    }
+  });
+});

@@ -1,0 +1,73 @@
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { Webhook } from "standardwebhooks";
+
+/** How the receiver answers: 200 (ok), a status, a redirect, or never (hang). */
+export type Behaviour = "ok" | "hang" | "redirect" | number;
+
+export interface Received {
+  path: string;
+  headers: Record<string, string>;
+  body: string;
+  event: any;
+}
+
+/**
+ * A webhook receiver on 127.0.0.1 that verifies every delivery with the `standardwebhooks`
+ * library (the secret of the path's endpoint, set with `secret(path, …)`) and records it; an
+ * unverifiable delivery is recorded in `invalid`. Each path answers as `behave(path, …)` says.
+ */
+export async function startReceiver(port = 0) {
+  const received: Received[] = [];
+  const invalid: string[] = [];
+  const secrets = new Map<string, string>();
+  const behaviours = new Map<string, Behaviour>();
+  const hanging = new Set<ServerResponse>();
+  const server = createServer((req: IncomingMessage, res: ServerResponse) => {
+    let body = "";
+    req.on("data", (c) => (body += c));
+    req.on("end", () => {
+      const path = req.url ?? "/";
+      const headers = Object.fromEntries(Object.entries(req.headers).map(([k, v]) => [k, String(v)]));
+      const secret = secrets.get(path);
+      try {
+        if (!secret) throw new Error(`no secret for ${path}`);
+        const event = new Webhook(secret).verify(body, headers);
+        received.push({ path, headers, body, event });
+      } catch (err) {
+        invalid.push(`${path}: ${(err as Error).message}`);
+      }
+      const b = behaviours.get(path) ?? "ok";
+      if (b === "hang") hanging.add(res);
+      else if (b === "redirect") res.writeHead(302, { location: `${path}/moved` }).end();
+      else res.writeHead(b === "ok" ? 200 : b).end(b === "ok" ? "ok" : "no");
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(port, "127.0.0.1", resolve));
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return {
+    url,
+    received,
+    invalid,
+    /** Deliveries to one path. */
+    at: (path: string) => received.filter((r) => r.path === path),
+    secret: (path: string, secret: string) => secrets.set(path, secret),
+    behave: (path: string, b: Behaviour) => behaviours.set(path, b),
+    async close() {
+      for (const res of hanging) res.destroy();
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+/** Resolves when `check` returns a truthy value (polled), or fails after `timeoutMs` with `what`. */
+export async function eventually<T>(what: string, check: () => T | Promise<T>, timeoutMs = 15_000): Promise<Exclude<T, false | 0 | "" | null | undefined>> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await check();
+    if (value) return value as Exclude<T, false | 0 | "" | null | undefined>;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}

@@ -1,0 +1,366 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { expectError, requestTo, startServer, type TestServer } from "./harness.js";
+import { processDatabase, spawnServer, type ServerProcess } from "./processes.js";
+import { eventually, startReceiver } from "./webhook-receiver.js";
+
+type Receiver = Awaited<ReturnType<typeof startReceiver>>;
+
+/** A fast schedule for tests: 300 ms attempts, retries from 50 ms (the defaults are 10 s and 5 s). */
+const FAST = { WEBHOOK_ALLOW_PRIVATE: "1", WEBHOOK_TIMEOUT_MS: "300", WEBHOOK_RETRY_BASE_MS: "50" };
+
+/** Creates an endpoint for `path` on the receiver and tells the receiver its secret. */
+async function endpointFor(server: TestServer, receiver: Receiver, path: string, events: string[] = ["*"], key?: string) {
+  const res = await server.request("POST", "/v1/webhook_endpoints", { body: { url: receiver.url + path, events }, key });
+  expect(res.status, JSON.stringify(res.body)).toBe(201);
+  receiver.secret(path, res.body.secret);
+  return res.body as { id: string; secret: string };
+}
+
+const deliveriesOf = async (server: TestServer, endpointId: string, key?: string) =>
+  (await server.request("GET", `/v1/webhook_endpoints/${endpointId}/deliveries?limit=100`, { key })).body.data as any[];
+
+/** A state change with an event: the default policy updated. */
+const touchPolicy = (server: TestServer, key?: string) => server.request("PUT", "/v1/policies/default", { body: { max_amount_cents: 40000 }, key });
+
+describe("webhook endpoints: API", () => {
+  let server: TestServer;
+  let receiver: Receiver;
+  beforeAll(async () => {
+    server = await startServer(FAST);
+    receiver = await startReceiver();
+  });
+  afterAll(async () => {
+    await server?.close();
+    await receiver?.close();
+  });
+
+  it("creates an endpoint and shows its secret once", async () => {
+    const created = await server.request("POST", "/v1/webhook_endpoints", {
+      body: { url: `${receiver.url}/once`, events: ["card.created", "card.created", "approval.created"], description: "inbox" },
+    });
+    expect(created.status).toBe(201);
+    expect(created.body).toMatchObject({ url: `${receiver.url}/once`, events: ["card.created", "approval.created"], description: "inbox", status: "enabled", mode: "test" });
+    expect(created.body.id).toMatch(/^we_/);
+    expect(created.body.secret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
+    const list = await server.request("GET", "/v1/webhook_endpoints");
+    const listed = list.body.data.find((e: any) => e.id === created.body.id);
+    expect(Object.keys(listed).sort()).toEqual(["created_at", "description", "events", "id", "mode", "status", "url"]);
+    expect(JSON.stringify(list.body)).not.toContain("whsec_");
+  });
+
+  it("replays a create with the same Idempotency-Key (one endpoint, the same secret)", async () => {
+    const send = () => server.request("POST", "/v1/webhook_endpoints", { body: { url: `${receiver.url}/idem`, events: ["*"] }, headers: { "idempotency-key": "we-1" } });
+    const [a, b] = [await send(), await send()];
+    expect(b.headers.get("idempotent-replayed")).toBe("true");
+    expect(b.body).toEqual(a.body);
+    const all = (await server.request("GET", "/v1/webhook_endpoints?limit=100")).body.data;
+    expect(all.filter((e: any) => e.url === `${receiver.url}/idem`)).toHaveLength(1);
+  });
+
+  it("refuses agent keys (403 forbidden) on every webhook call", async () => {
+    const account = await server.newAccount();
+    const full = await account.key("test", "full");
+    const agent = await account.key("test", "agent");
+    const endpoint = await endpointFor(server, receiver, "/agent", ["*"], full);
+    const calls: [string, string, unknown?][] = [
+      ["POST", "/v1/webhook_endpoints", { url: `${receiver.url}/x`, events: ["*"] }],
+      ["GET", "/v1/webhook_endpoints"],
+      ["DELETE", `/v1/webhook_endpoints/${endpoint.id}`],
+      ["GET", `/v1/webhook_endpoints/${endpoint.id}/deliveries`],
+      ["POST", `/v1/webhook_endpoints/${endpoint.id}/deliveries/whd_x/retry`],
+    ];
+    for (const [method, path, body] of calls) expectError(await server.request(method, path, { body, key: agent }), 403, "forbidden");
+  });
+
+  it("validates the body with clear messages", async () => {
+    const bad = async (body: unknown, path: string, text: RegExp) => {
+      const err = expectError(await server.request("POST", "/v1/webhook_endpoints", { body }), 400, "validation_error");
+      expect(err.details.issues.map((i: any) => i.path)).toContain(path);
+      expect(err.message).toMatch(text);
+    };
+    await bad({ url: `${receiver.url}/v`, events: ["card.exploded"] }, "events.0", /card\.created/);
+    await bad({ url: `${receiver.url}/v`, events: [] }, "events", /at least 1/);
+    await bad({ url: "not a url", events: ["*"] }, "url", /absolute URL/);
+    await bad({ url: "ftp://example.com/x", events: ["*"] }, "url", /https:\/\/ or http:\/\//);
+    await bad({ url: "https://user:pw@example.com/x", events: ["*"] }, "url", /user name or password/);
+  });
+
+  it("limits an account to 16 endpoints per mode", async () => {
+    const account = await server.newAccount();
+    const key = await account.key();
+    for (let i = 0; i < 16; i++)
+      expect((await server.request("POST", "/v1/webhook_endpoints", { body: { url: `${receiver.url}/n${i}`, events: ["*"] }, key })).status).toBe(201);
+    const err = expectError(await server.request("POST", "/v1/webhook_endpoints", { body: { url: `${receiver.url}/n16`, events: ["*"] }, key }), 409, "limit_exceeded");
+    expect(err.details).toEqual({ limit: 16 });
+  });
+
+  it("lists, pages and deletes; other accounts' endpoints are not found", async () => {
+    const account = await server.newAccount();
+    const key = await account.key();
+    const a = await endpointFor(server, receiver, "/p1", ["*"], key);
+    const b = await endpointFor(server, receiver, "/p2", ["*"], key);
+    const first = await server.request("GET", "/v1/webhook_endpoints?limit=1", { key });
+    expect(first.body).toMatchObject({ data: [{ id: b.id }], has_more: true });
+    const second = await server.request("GET", `/v1/webhook_endpoints?limit=1&starting_after=${b.id}`, { key });
+    expect(second.body).toMatchObject({ data: [{ id: a.id }], has_more: false });
+    expectError(await server.request("DELETE", `/v1/webhook_endpoints/${a.id}`), 404, "not_found");
+    expectError(await server.request("GET", `/v1/webhook_endpoints/${a.id}/deliveries`), 404, "not_found");
+    expect((await server.request("DELETE", `/v1/webhook_endpoints/${a.id}`, { key })).body).toEqual({ id: a.id, deleted: true });
+    expectError(await server.request("GET", `/v1/webhook_endpoints/${a.id}/deliveries`, { key }), 404, "not_found");
+    expect((await server.request("GET", "/v1/webhook_endpoints", { key })).body.data.map((e: any) => e.id)).toEqual([b.id]);
+  });
+});
+
+describe("webhook delivery", () => {
+  let server: TestServer;
+  let receiver: Receiver;
+  beforeAll(async () => {
+    server = await startServer(FAST);
+    receiver = await startReceiver();
+  });
+  afterAll(async () => {
+    await server?.close();
+    await receiver?.close();
+    expect(receiver.invalid).toEqual([]);
+  });
+
+  /** A fresh account (so its events are its own), with a full key. */
+  async function account() {
+    const a = await server.newAccount();
+    return a.key();
+  }
+
+  it("delivers each event, signed (Standard Webhooks), as GET /v1/events/:id shows it", async () => {
+    const key = await account();
+    const endpoint = await endpointFor(server, receiver, "/all", ["*"], key);
+    const card = await server.request("POST", "/v1/cards", { body: { amount_cents: 1200 }, key });
+    expect(card.status).toBe(201);
+    const [got] = await eventually("card.created delivered", () => receiver.at("/all").filter((r) => r.event.type === "card.created").length && receiver.at("/all"));
+    expect(got!.event.data.object.id).toBe(card.body.id);
+    expect(got!.headers["webhook-id"]).toBe(got!.event.id);
+    expect(got!.headers["webhook-signature"]).toMatch(/^v1,[A-Za-z0-9+/]+=*$/);
+    expect(got!.headers["content-type"]).toBe("application/json");
+    expect(JSON.parse(got!.body)).toEqual((await server.request("GET", `/v1/events/${got!.event.id}`, { key })).body);
+    const [delivery] = await eventually("succeeded", async () => (await deliveriesOf(server, endpoint.id, key)).filter((d) => d.status === "succeeded").length && deliveriesOf(server, endpoint.id, key));
+    expect(delivery).toMatchObject({ endpoint_id: endpoint.id, event_id: got!.event.id, event_type: "card.created", status: "succeeded", attempts: 1, last_response_status: 200, last_error: null, next_attempt_at: null });
+  });
+
+  it("sends only the event types an endpoint takes, and only of its mode", async () => {
+    const key = await account();
+    const endpoint = await endpointFor(server, receiver, "/policy-only", ["policy.updated"], key);
+    await server.request("POST", "/v1/cards", { body: { amount_cents: 500 }, key });
+    await touchPolicy(server, key);
+    await eventually("policy.updated delivered", () => receiver.at("/policy-only").length === 1);
+    const deliveries = await deliveriesOf(server, endpoint.id, key);
+    expect(deliveries.map((d) => d.event_type)).toEqual(["policy.updated"]);
+  });
+
+  it("retries after 500s with the same webhook-id until a 2xx", async () => {
+    const key = await account();
+    receiver.behave("/flaky", 500);
+    const endpoint = await endpointFor(server, receiver, "/flaky", ["policy.updated"], key);
+    await touchPolicy(server, key);
+    await eventually("3 failed attempts", () => receiver.at("/flaky").length >= 3);
+    const pending = (await deliveriesOf(server, endpoint.id, key))[0];
+    expect(pending).toMatchObject({ status: "pending", last_response_status: 500, last_error: "HTTP 500" });
+    receiver.behave("/flaky", "ok");
+    const [done] = await eventually("succeeded", async () => (await deliveriesOf(server, endpoint.id, key)).filter((d) => d.status === "succeeded").length && deliveriesOf(server, endpoint.id, key));
+    expect(done!.attempts).toBe(receiver.at("/flaky").length);
+    expect(new Set(receiver.at("/flaky").map((r) => r.headers["webhook-id"]))).toEqual(new Set([done!.event_id]));
+  });
+
+  it("retries after timeouts (no whole answer within WEBHOOK_TIMEOUT_MS)", async () => {
+    const key = await account();
+    receiver.behave("/slow", "hang");
+    const endpoint = await endpointFor(server, receiver, "/slow", ["policy.updated"], key);
+    await touchPolicy(server, key);
+    await eventually("2 attempts", () => receiver.at("/slow").length >= 2);
+    const [pending] = await deliveriesOf(server, endpoint.id, key);
+    expect(pending.last_error).toMatch(/no answer within 300 ms/);
+    expect(pending.last_response_status).toBeNull();
+    receiver.behave("/slow", "ok");
+    await eventually("succeeded", async () => (await deliveriesOf(server, endpoint.id, key))[0].status === "succeeded");
+  });
+
+  it("does not follow redirects: a 3xx is a failed attempt", async () => {
+    const key = await account();
+    receiver.behave("/redir", "redirect");
+    const endpoint = await endpointFor(server, receiver, "/redir", ["policy.updated"], key);
+    await touchPolicy(server, key);
+    const [d] = await eventually("an attempt", async () => {
+      const [x] = await deliveriesOf(server, endpoint.id, key);
+      return x.attempts >= 2 && x.last_response_status === 302 && [x];
+    });
+    expect(d.status).toBe("pending");
+    expect(d.last_error).toMatch(/redirect .*302.* not followed/);
+    expect(receiver.at("/redir/moved")).toEqual([]);
+    await server.request("DELETE", `/v1/webhook_endpoints/${endpoint.id}`, { key });
+  });
+
+  it("delivers once a receiver that was down is up again", async () => {
+    const key = await account();
+    const down = await startReceiver();
+    const port = Number(new URL(down.url).port);
+    await down.close();
+    const created = await server.request("POST", "/v1/webhook_endpoints", { body: { url: `${down.url}/back`, events: ["policy.updated"] }, key });
+    await touchPolicy(server, key);
+    await eventually("a refused attempt", async () => (await deliveriesOf(server, created.body.id, key))[0]?.last_error?.includes("ECONNREFUSED"));
+    const up = await startReceiver(port);
+    up.secret("/back", created.body.secret);
+    try {
+      await eventually("delivered", () => up.at("/back").length > 0);
+      await eventually("succeeded", async () => (await deliveriesOf(server, created.body.id, key))[0].status === "succeeded");
+      expect(up.invalid).toEqual([]);
+    } finally {
+      await up.close();
+    }
+  });
+
+  it("retries a delivery on request: the same event again", async () => {
+    const key = await account();
+    const endpoint = await endpointFor(server, receiver, "/again", ["policy.updated"], key);
+    await touchPolicy(server, key);
+    const [d] = await eventually("succeeded", async () => {
+      const list = await deliveriesOf(server, endpoint.id, key);
+      return list[0]?.status === "succeeded" && list;
+    });
+    const retried = await server.request("POST", `/v1/webhook_endpoints/${endpoint.id}/deliveries/${d.id}/retry`, { key });
+    expect(retried.status).toBe(200);
+    expect(retried.body).toMatchObject({ id: d.id, status: "pending" });
+    await eventually("sent again", () => receiver.at("/again").length === 2);
+    expect(receiver.at("/again").map((r) => r.headers["webhook-id"])).toEqual([d.event_id, d.event_id]);
+    await eventually("succeeded again", async () => (await deliveriesOf(server, endpoint.id, key))[0].attempts === 2);
+    expectError(await server.request("POST", `/v1/webhook_endpoints/${endpoint.id}/deliveries/whd_nope/retry`, { key }), 404, "not_found");
+  });
+
+  it("refuses private addresses at delivery time too (a host that later resolves elsewhere)", async () => {
+    // The server without WEBHOOK_ALLOW_PRIVATE, with an endpoint that passed its check when it resolved elsewhere.
+    const strict = await startServer({ WEBHOOK_TIMEOUT_MS: "300", WEBHOOK_RETRY_BASE_MS: "50" });
+    try {
+      receiver.secret("/rebound", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw");
+      const created = await strict.request("POST", "/v1/webhook_endpoints", { body: { url: "https://93.184.215.14/rebound", events: ["policy.updated"] } });
+      expect(created.status).toBe(201);
+      await strict.query("UPDATE webhook_endpoints SET url = ? WHERE id = ?", [`${receiver.url}/rebound`, created.body.id]);
+      await touchPolicy(strict);
+      const [d] = await eventually("a refused attempt", async () => {
+        const list = await deliveriesOf(strict, created.body.id);
+        return list[0]?.attempts >= 1 && list[0].last_error && list;
+      });
+      expect(d.last_error).toMatch(/^refused: address 127\.0\.0\.1, a loopback, private/);
+      expect(receiver.at("/rebound")).toEqual([]);
+    } finally {
+      await strict.close();
+    }
+  });
+});
+
+describe("SSRF: endpoint URLs without WEBHOOK_ALLOW_PRIVATE", () => {
+  let server: TestServer;
+  beforeAll(async () => {
+    server = await startServer();
+  });
+  afterAll(async () => server?.close());
+
+  it.each([
+    "https://localhost/hook",
+    "https://127.0.0.1/hook",
+    "https://127.1.2.3:8443/hook",
+    "https://10.0.0.7/hook",
+    "https://192.168.1.1/hook",
+    "https://169.254.169.254/latest/meta-data",
+    "https://[::1]/hook",
+    "https://[::ffff:127.0.0.1]/hook",
+    "https://[fd00::1]/hook",
+    "https://0.0.0.0/hook",
+  ])("refuses %s", async (url) => {
+    const err = expectError(await server.request("POST", "/v1/webhook_endpoints", { body: { url, events: ["*"] } }), 400, "validation_error");
+    expect(err.details.issues[0].path).toBe("url");
+    expect(err.message).toMatch(/non-public address \(allowed only when the server sets WEBHOOK_ALLOW_PRIVATE\)/);
+  });
+
+  it("refuses http:// and accepts a public https URL", async () => {
+    const err = expectError(await server.request("POST", "/v1/webhook_endpoints", { body: { url: "http://93.184.215.14/hook", events: ["*"] } }), 400, "validation_error");
+    expect(err.message).toMatch(/https:\/\/ \(http:\/\/ is allowed only when the server sets WEBHOOK_ALLOW_PRIVATE\)/);
+    expect((await server.request("POST", "/v1/webhook_endpoints", { body: { url: "https://93.184.215.14/hook", events: ["*"] } })).status).toBe(201);
+  });
+});
+
+describe("auto-disable when the retry schedule ends", () => {
+  let server: TestServer;
+  let receiver: Receiver;
+  beforeAll(async () => {
+    server = await startServer({ ...FAST, WEBHOOK_RETRY_WINDOW_MS: "600" });
+    receiver = await startReceiver();
+  });
+  afterAll(async () => {
+    await server?.close();
+    await receiver?.close();
+    expect(receiver.invalid).toEqual([]);
+  });
+
+  it("fails the delivery, disables the endpoint with a webhook_endpoint.disabled event; a retry enables it again", async () => {
+    const key = await (await server.newAccount()).key();
+    receiver.behave("/dead", 503);
+    const dead = await endpointFor(server, receiver, "/dead", ["policy.updated"], key);
+    await endpointFor(server, receiver, "/watch", ["webhook_endpoint.disabled"], key);
+    await touchPolicy(server, key);
+    await eventually("disabled", async () => (await server.request("GET", "/v1/webhook_endpoints", { key })).body.data.find((e: any) => e.id === dead.id).status === "disabled");
+    const [d] = await deliveriesOf(server, dead.id, key);
+    expect(d).toMatchObject({ status: "failed", last_response_status: 503, next_attempt_at: null });
+    expect(d.attempts).toBeGreaterThanOrEqual(2);
+    const events = (await server.request("GET", "/v1/events?type=webhook_endpoint.disabled", { key })).body.data;
+    expect(events).toHaveLength(1);
+    expect(events[0]).toMatchObject({ actor: { type: "system", id: null }, data: { object: { id: dead.id, status: "disabled" } } });
+    const [told] = await eventually("announced", () => receiver.at("/watch").length && receiver.at("/watch"));
+    expect(told!.event.id).toBe(events[0].id);
+    // Disabled: new events are not sent to it.
+    const sent = receiver.at("/dead").length;
+    await touchPolicy(server, key);
+    expect((await deliveriesOf(server, dead.id, key)).length).toBe(1);
+    receiver.behave("/dead", "ok");
+    expect((await server.request("POST", `/v1/webhook_endpoints/${dead.id}/deliveries/${d.id}/retry`, { key })).status).toBe(200);
+    await eventually("delivered on retry", async () => (await deliveriesOf(server, dead.id, key))[0].status === "succeeded");
+    expect(receiver.at("/dead").length).toBe(sent + 1);
+    expect((await server.request("GET", "/v1/webhook_endpoints", { key })).body.data.find((e: any) => e.id === dead.id).status).toBe("enabled");
+  });
+});
+
+/** Two server processes on one database (a MariaDB database, or an SQLite file) deliver each event once. */
+describe("two instances deliver each event exactly once", () => {
+  let a: ServerProcess;
+  let b: ServerProcess;
+  let drop: () => Promise<void>;
+  let receiver: Receiver;
+  beforeAll(async () => {
+    const db = await processDatabase();
+    drop = db.drop;
+    const env = { DATABASE_URL: db.url, ...FAST, WEBHOOK_TIMEOUT_MS: "5000" };
+    a = await spawnServer(env);
+    b = await spawnServer(env);
+    receiver = await startReceiver();
+  });
+  afterAll(async () => {
+    await Promise.all([a?.stop(), b?.stop()]);
+    await drop?.();
+    await receiver?.close();
+  });
+
+  it("splits the work and sends every event once", async () => {
+    const key = a.apiKey ?? b.apiKey!;
+    const [onA, onB] = [requestTo(a.url, key), requestTo(b.url, key)];
+    const endpoint = (await onA("POST", "/v1/webhook_endpoints", { body: { url: `${receiver.url}/both`, events: ["card.created"] } })).body;
+    receiver.secret("/both", endpoint.secret);
+    const cards = await Promise.all(Array.from({ length: 40 }, (_, i) => (i % 2 ? onA : onB)("POST", "/v1/cards", { body: { amount_cents: 100 + i } })));
+    expect(cards.every((c) => c.status === 201)).toBe(true);
+    const deliveries = async () => (await onB("GET", `/v1/webhook_endpoints/${endpoint.id}/deliveries?limit=100`)).body.data as any[];
+    await eventually("all delivered", async () => {
+      const list = await deliveries();
+      return list.length === 40 && list.every((d) => d.status === "succeeded");
+    });
+    // Every delivery is final, so nothing more can be sent: exactly one request per event.
+    const ids = receiver.at("/both").map((r) => r.event.data.object.id);
+    expect(ids.sort()).toEqual(cards.map((c) => c.body.id).sort());
+    expect((await deliveries()).every((d) => d.attempts === 1)).toBe(true);
+    expect(receiver.invalid).toEqual([]);
+  });
+});

@@ -1,0 +1,126 @@
+import type { DataSource } from "typeorm";
+import type { EventType } from "@cardctl/contract";
+import { EventEntity, type ActorType, type EventRecord, type Mode } from "../db/entities.js";
+import { fastRepository, queryRows, runAtomically, runSql, type SqlResult, type Statement } from "../db/fast.js";
+import type { Deps, Principal } from "./deps.js";
+import { notFound } from "./errors.js";
+import { isoTime, newId } from "./ids.js";
+import { pageOf, type Page, type PageQuery } from "./paging.js";
+import { EventFeed } from "./event-feed.js";
+
+/** Who caused a state change; `id` names the API key (key_…) or the owner (own_…). */
+export type Actor = { type: Extract<ActorType, "api_key" | "owner">; id: string } | { type: Extract<ActorType, "processor" | "system"> };
+
+/** Who acts in a request: the signed-in owner (a dashboard session), else the API key. */
+export const actorOf = (p: Principal): Actor => (p.ownerId ? { type: "owner", id: p.ownerId } : { type: "api_key", id: p.keyId });
+export const PROCESSOR: Actor = { type: "processor" };
+export const SYSTEM: Actor = { type: "system" };
+
+/** An event to record: what changed (`object`, the resource as the API shows it), where, and who did it. */
+export interface NewEvent {
+  accountId: string;
+  mode: Mode;
+  type: EventType;
+  object: unknown;
+  actor: Actor;
+}
+
+/**
+ * Statements to commit with every event, beside its insert, in the same transaction (the hook of
+ * outgoing webhooks: their delivery rows). Each receives the event row as inserted.
+ */
+export type EventFanOut = (ds: DataSource, event: Omit<EventRecord, "seq">) => Statement[];
+const fanOuts: EventFanOut[] = [];
+
+/** Registers statements to run with every event recorded from now on (see EventFanOut). */
+export function addEventFanOut(fanOut: EventFanOut): void {
+  fanOuts.push(fanOut);
+}
+
+/**
+ * The outbox (DESIGN 3.7): the statements that record an event, to run in the state change's own
+ * transaction (runAtomically, after the conditional update whose `expect` guards the transition),
+ * so an event exists exactly when its change committed. One insert, plus any fan-out.
+ */
+export function eventStatements(ds: DataSource, e: NewEvent): Statement[] {
+  const row: Omit<EventRecord, "seq"> = {
+    id: newId("evt"),
+    account_id: e.accountId,
+    mode: e.mode,
+    type: e.type,
+    actor_type: e.actor.type,
+    actor_id: "id" in e.actor ? e.actor.id : null,
+    data: JSON.stringify(e.object),
+    created_at: Date.now(),
+  };
+  return [fastRepository(ds, EventEntity).insertStatement(row), ...fanOuts.flatMap((f) => f(ds, row))];
+}
+
+/**
+ * Runs a state change and its events as one transaction (the change's statements first): the
+ * statements' results, or null when a conditional statement of the change missed (nothing written).
+ */
+export function commitWithEvents(ds: DataSource, change: Statement[], events: NewEvent[]): Promise<SqlResult[] | null> {
+  return runAtomically(ds, [...change, ...events.flatMap((e) => eventStatements(ds, e))]);
+}
+
+/** An event as the API shows it (GET /v1/events, live streams, webhook bodies). */
+export const eventView = (e: EventRecord) => ({
+  id: e.id,
+  object: "event" as const,
+  type: e.type as EventType,
+  created_at: isoTime(e.created_at),
+  mode: e.mode,
+  actor: { type: e.actor_type, id: e.actor_id },
+  data: { object: JSON.parse(e.data) as Record<string, unknown> },
+});
+
+export type EventView = ReturnType<typeof eventView>;
+
+/** Events are kept this long, then purged by the maintenance pass. */
+export const EVENT_RETENTION_MS = 30 * 24 * 3600 * 1000;
+const PURGE_BATCH = 1000;
+/** One batch of the purge, oldest first, read from the created_at index alone. */
+const PURGE_SELECT = `SELECT seq FROM events WHERE created_at < ? ORDER BY created_at LIMIT ${PURGE_BATCH}`;
+
+/** Reading the outbox: lists and single events, scoped to the key's account and mode; and its purge. */
+export class EventService {
+  constructor(private readonly deps: Deps) {}
+
+  private get repo() {
+    return fastRepository(this.deps.ds, EventEntity);
+  }
+
+  list(p: Principal, filters: { type?: EventType }, page: PageQuery): Promise<Page<EventRecord>> {
+    const scope = { account_id: p.accountId, mode: p.mode };
+    if (filters.type === undefined) return pageOf(this.repo, scope, {}, page, undefined, "ix_events_list");
+    return pageOf(this.repo, scope, { type: filters.type }, page, undefined, "ix_events_type");
+  }
+
+  /** A live reader of the key's account and mode (GET /v1/events/stream), see EventFeed. */
+  feed(p: Principal, opts: { lastEventId?: string; types?: EventType[] }): Promise<EventFeed> {
+    return EventFeed.open(this.deps, p, opts);
+  }
+
+  async find(p: Principal, id: string): Promise<EventRecord> {
+    const event = await this.repo.findOneBy({ id, account_id: p.accountId, mode: p.mode });
+    if (!event) throw notFound("event");
+    return event;
+  }
+
+  /**
+   * Deletes events older than EVENT_RETENTION_MS, oldest first in batches (short statements that
+   * never lock the table for long); any instance may run it at once with the others.
+   */
+  async purgeExpired(): Promise<number> {
+    const cutoff = Date.now() - EVENT_RETENTION_MS;
+    let purged = 0;
+    for (;;) {
+      const old: { seq: number }[] = await queryRows(this.deps.ds, PURGE_SELECT, [cutoff]);
+      if (old.length === 0) return purged;
+      const seqs = old.map((e) => Number(e.seq));
+      purged += (await runSql(this.deps.ds, `DELETE FROM events WHERE seq IN (${seqs.map(() => "?").join(", ")})`, seqs)).affected ?? 0;
+      if (old.length < PURGE_BATCH) return purged;
+    }
+  }
+}

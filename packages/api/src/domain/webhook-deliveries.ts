@@ -1,0 +1,243 @@
+import type { DataSource } from "typeorm";
+import { databaseKind } from "../db/datasource.js";
+import { WebhookEndpointEntity, type EventRecord } from "../db/entities.js";
+import { fastRepository, queryRows, runSql, type Statement } from "../db/fast.js";
+import { backoffMs } from "./backoff.js";
+import type { Deps } from "./deps.js";
+import { addEventFanOut, commitWithEvents, eventView, SYSTEM } from "./events.js";
+import { randomToken } from "./ids.js";
+import { endpointView } from "./webhook-views.js";
+
+/** Retries are at most this far apart (the doubling stops there). */
+const MAX_RETRY_DELAY_MS = 6 * 3600 * 1000;
+/** Finished deliveries are kept as long as events, then purged in batches. */
+const DELIVERY_RETENTION_MS = 30 * 24 * 3600 * 1000;
+const PURGE_BATCH = 1000;
+
+/**
+ * The fan-out of the outbox: with every event, in its transaction, one delivery row per enabled
+ * endpoint of the event's account and mode that takes its type. One INSERT … SELECT on the
+ * endpoints' (account_id, mode, status) index: an account without endpoints costs one empty index
+ * range, and endpoints made or deleted on any instance count at once (no cache to go stale).
+ * A delivery's id is a random part per event plus 8 characters of the endpoint's id.
+ */
+function fanOutStatement(ds: DataSource, event: Omit<EventRecord, "seq">): Statement {
+  const id = databaseKind(ds) === "mysql" ? "CONCAT(?, SUBSTRING(id, 4, 8))" : "(? || substr(id, 4, 8))";
+  return {
+    sql:
+      "INSERT INTO webhook_deliveries (id, endpoint_id, account_id, mode, event_id, event_type, status, attempts, next_attempt_at, created_at, updated_at) " +
+      `SELECT ${id}, id, account_id, mode, ?, ?, 'pending', 0, ?, ?, ? FROM webhook_endpoints ` +
+      `WHERE account_id = ? AND mode = ? AND status = 'enabled' AND (events = '["*"]' OR INSTR(events, ?) > 0)`,
+    params: [`whd_${randomToken(16)}`, event.id, event.type, event.created_at, event.created_at, event.created_at, event.account_id, event.mode, JSON.stringify(event.type)],
+  };
+}
+addEventFanOut((ds, event) => [fanOutStatement(ds, event)]);
+
+/** A claimed attempt: what to send, and where. */
+export interface ClaimedDelivery {
+  id: string;
+  endpointId: string;
+  /** The fencing token of this attempt: only its holder records the outcome. */
+  leaseToken: string;
+  attempts: number;
+  retryUntil: number | null;
+  createdAt: number;
+  url: string;
+  secret: string;
+  endpointEnabled: boolean;
+  /** The event's id and JSON (null when it is no longer kept). */
+  eventId: string;
+  payload: string | null;
+}
+
+/**
+ * The delivery queue. Any number of instances work it at once: an attempt is claimed with a
+ * conditional UPDATE that moves next_attempt_at to the end of a lease and sets a fresh token, so
+ * one instance makes it; if that instance dies, the row is due again when the lease ends (at least
+ * once). Failures are retried with exponential backoff until the retry window (3 days) has passed;
+ * then the delivery fails and its endpoint is disabled, with a `webhook_endpoint.disabled` event.
+ */
+export class WebhookDeliveryQueue {
+  constructor(private readonly deps: Deps) {}
+
+  private get ds() {
+    return this.deps.ds;
+  }
+  private get config() {
+    return this.deps.config.webhooks;
+  }
+  /** A claim outlives any attempt (the timeout) by a margin; after it, the delivery is due again. */
+  private get leaseMs() {
+    return this.config.timeoutMs + 60_000;
+  }
+
+  /**
+   * Claims up to `limit` due deliveries, at most `perEndpoint(endpointId)` of each endpoint, none of
+   * `skipEndpoints` (those already busy here), oldest due first.
+   */
+  async claim(limit: number, skipEndpoints: string[], perEndpoint: (endpointId: string) => number): Promise<ClaimedDelivery[]> {
+    const now = Date.now();
+    const skip = skipEndpoints.length ? ` AND endpoint_id NOT IN (${skipEndpoints.map(() => "?").join(", ")})` : "";
+    const due: { id: string; endpoint_id: string }[] = await queryRows(
+      this.ds,
+      `SELECT id, endpoint_id FROM webhook_deliveries WHERE status = 'pending' AND next_attempt_at <= ?${skip} ORDER BY next_attempt_at LIMIT ${limit}`,
+      [now, ...skipEndpoints],
+    );
+    const taken = new Map<string, number>();
+    const ids = due
+      .filter((d) => {
+        const n = taken.get(d.endpoint_id) ?? 0;
+        if (n >= perEndpoint(d.endpoint_id)) return false;
+        taken.set(d.endpoint_id, n + 1);
+        return true;
+      })
+      .map((d) => d.id);
+    if (ids.length === 0) return [];
+    const token = randomToken(24);
+    const list = ids.map(() => "?").join(", ");
+    const claimed = await runSql(
+      this.ds,
+      `UPDATE webhook_deliveries SET next_attempt_at = ?, lease_token = ?, attempts = attempts + 1, updated_at = ? WHERE id IN (${list}) AND status = 'pending' AND next_attempt_at <= ?`,
+      [now + this.leaseMs, token, now, ...ids, now],
+    );
+    if (!claimed.affected) return [];
+    const rows = await queryRows(
+      this.ds,
+      "SELECT d.id, d.endpoint_id, d.attempts, d.retry_until, d.created_at, d.event_id, w.url, w.secret, w.status AS endpoint_status, " +
+        "e.id AS e_id, e.account_id AS e_account_id, e.mode AS e_mode, e.type AS e_type, e.actor_type AS e_actor_type, e.actor_id AS e_actor_id, e.data AS e_data, e.created_at AS e_created_at " +
+        "FROM webhook_deliveries d JOIN webhook_endpoints w ON w.id = d.endpoint_id LEFT JOIN events e ON e.id = d.event_id " +
+        `WHERE d.id IN (${list}) AND d.lease_token = ?`,
+      [...ids, token],
+    );
+    return rows.map((r) => ({
+      id: r.id,
+      endpointId: r.endpoint_id,
+      leaseToken: token,
+      attempts: Number(r.attempts),
+      retryUntil: r.retry_until === null ? null : Number(r.retry_until),
+      createdAt: Number(r.created_at),
+      url: r.url,
+      secret: r.secret,
+      endpointEnabled: r.endpoint_status === "enabled",
+      eventId: r.event_id,
+      payload:
+        r.e_id === null
+          ? null
+          : JSON.stringify(
+              eventView({
+                seq: 0,
+                id: r.e_id,
+                account_id: r.e_account_id,
+                mode: r.e_mode,
+                type: r.e_type,
+                actor_type: r.e_actor_type,
+                actor_id: r.e_actor_id,
+                data: r.e_data,
+                created_at: Number(r.e_created_at),
+              }),
+            ),
+    }));
+  }
+
+  private succeededBatch: { d: ClaimedDelivery; status: number; settle: (err?: unknown) => void }[] = [];
+
+  /**
+   * The attempt got a 2xx. Successes that end together are recorded together, one UPDATE per
+   * status code: a write per delivery cost the API as much as the sending.
+   */
+  succeeded(d: ClaimedDelivery, status: number): Promise<void> {
+    return new Promise((resolve, reject) => {
+      if (this.succeededBatch.push({ d, status, settle: (err) => (err ? reject(err) : resolve()) }) === 1) setImmediate(() => void this.recordSucceeded());
+    });
+  }
+
+  private async recordSucceeded(): Promise<void> {
+    const batch = this.succeededBatch;
+    this.succeededBatch = [];
+    for (const status of new Set(batch.map((b) => b.status))) {
+      const group = batch.filter((b) => b.status === status);
+      const list = group.map(() => "?").join(", ");
+      try {
+        await runSql(
+          this.ds,
+          `UPDATE webhook_deliveries SET status = 'succeeded', next_attempt_at = NULL, lease_token = NULL, last_response_status = ?, last_error = NULL, updated_at = ? WHERE id IN (${list}) AND lease_token IN (${list})`,
+          [status, Date.now(), ...group.map((b) => b.d.id), ...group.map((b) => b.d.leaseToken)],
+        );
+        for (const b of group) b.settle();
+      } catch (err) {
+        for (const b of group) b.settle(err);
+      }
+    }
+  }
+
+  /**
+   * The attempt failed: retried after a backoff while inside the retry window, else final. An
+   * automatic schedule that ends in failure disables the endpoint (with its event); a manual
+   * retry's one attempt only fails its delivery. `final` fails it at once (nothing to send).
+   */
+  async failed(d: ClaimedDelivery, status: number | null, error: string, final = false): Promise<void> {
+    const now = Date.now();
+    const retryUntil = d.retryUntil ?? d.createdAt + this.config.retryWindowMs;
+    const next = now + backoffMs(d.attempts, this.config.retryBaseMs, MAX_RETRY_DELAY_MS);
+    const outcome = { status, error: error.slice(0, 500), now };
+    if (!final && next <= retryUntil) {
+      await runSql(
+        this.ds,
+        "UPDATE webhook_deliveries SET next_attempt_at = ?, lease_token = NULL, last_response_status = ?, last_error = ?, updated_at = ? WHERE id = ? AND lease_token = ?",
+        [next, outcome.status, outcome.error, now, d.id, d.leaseToken],
+      );
+      return;
+    }
+    const fail: Statement = {
+      sql: "UPDATE webhook_deliveries SET status = 'failed', next_attempt_at = NULL, lease_token = NULL, last_response_status = ?, last_error = ?, updated_at = ? WHERE id = ? AND lease_token = ?",
+      params: [outcome.status, outcome.error, now, d.id, d.leaseToken],
+      expect: 1,
+    };
+    if (final || d.retryUntil !== null || !d.endpointEnabled) {
+      await runSql(this.ds, fail.sql, fail.params);
+      return;
+    }
+    const disabled = await this.disableStatements(d.endpointId, now);
+    if (!disabled || !(await commitWithEvents(this.ds, [fail, ...disabled.change], [disabled.event]))) await runSql(this.ds, fail.sql, fail.params);
+  }
+
+  /**
+   * Disabling an endpoint whose retries ran out: its status (if still enabled), its other pending
+   * deliveries failed, and the event that says so. Null when the endpoint is gone.
+   */
+  private async disableStatements(endpointId: string, now: number) {
+    const endpoint = await fastRepository(this.ds, WebhookEndpointEntity).findOneBy({ id: endpointId });
+    if (!endpoint) return null;
+    const change: Statement[] = [
+      { sql: "UPDATE webhook_endpoints SET status = 'disabled', updated_at = ? WHERE id = ? AND status = 'enabled'", params: [now, endpointId], expect: 1 },
+      {
+        sql: "UPDATE webhook_deliveries SET status = 'failed', next_attempt_at = NULL, lease_token = NULL, last_error = ?, updated_at = ? WHERE endpoint_id = ? AND status = 'pending'",
+        params: ["not sent: the endpoint was disabled after a delivery failed for the whole retry schedule", now, endpointId],
+      },
+    ];
+    const event = { accountId: endpoint.account_id, mode: endpoint.mode, type: "webhook_endpoint.disabled" as const, object: endpointView({ ...endpoint, status: "disabled" }), actor: SYSTEM };
+    return { change, event };
+  }
+
+  /** Gives a claimed attempt back unmade (the instance is stopping): due again at once, elsewhere. */
+  async release(d: ClaimedDelivery): Promise<void> {
+    await runSql(this.ds, "UPDATE webhook_deliveries SET next_attempt_at = ?, lease_token = NULL WHERE id = ? AND lease_token = ?", [Date.now(), d.id, d.leaseToken]);
+  }
+
+  /**
+   * Deletes deliveries older than the events they carry (30 days), oldest first in batches, in
+   * insertion order (the primary key: no index of its own to keep up on every event).
+   */
+  async purgeExpired(): Promise<number> {
+    const cutoff = Date.now() - DELIVERY_RETENTION_MS;
+    let purged = 0;
+    for (;;) {
+      const first: { seq: number; created_at: number }[] = await queryRows(this.ds, `SELECT seq, created_at FROM webhook_deliveries ORDER BY seq LIMIT ${PURGE_BATCH}`, []);
+      const old = first.filter((d) => Number(d.created_at) < cutoff);
+      if (old.length === 0) return purged;
+      const seqs = old.map((d) => Number(d.seq));
+      purged += (await runSql(this.ds, `DELETE FROM webhook_deliveries WHERE seq IN (${seqs.map(() => "?").join(", ")})`, seqs)).affected ?? 0;
+      if (old.length < PURGE_BATCH) return purged;
+    }
+  }
+}

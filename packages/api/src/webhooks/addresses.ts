@@ -1,0 +1,97 @@
+import { lookup } from "node:dns/promises";
+import { BlockList, isIP } from "node:net";
+
+/**
+ * Addresses a webhook may not reach unless WEBHOOK_ALLOW_PRIVATE is set (SSRF): unspecified,
+ * loopback, private, shared (CGNAT), link-local (cloud metadata at 169.254.169.254), unique-local,
+ * multicast, reserved and documentation ranges.
+ */
+const blocked = new BlockList();
+for (const [net, prefix] of [
+  ["0.0.0.0", 8], ["10.0.0.0", 8], ["100.64.0.0", 10], ["127.0.0.0", 8], ["169.254.0.0", 16], ["172.16.0.0", 12],
+  ["192.0.0.0", 24], ["192.0.2.0", 24], ["192.168.0.0", 16], ["198.18.0.0", 15], ["198.51.100.0", 24],
+  ["203.0.113.0", 24], ["224.0.0.0", 4], ["240.0.0.0", 4],
+] as const)
+  blocked.addSubnet(net, prefix, "ipv4");
+for (const [net, prefix] of [
+  ["::", 128], ["::1", 128], ["100::", 64], ["2001:db8::", 32], ["fc00::", 7], ["fe80::", 10], ["fec0::", 10], ["ff00::", 8],
+] as const)
+  blocked.addSubnet(net, prefix, "ipv6");
+
+/** The 16 bytes of an IPv6 address (`::` and a trailing dotted quad included). */
+function ipv6Bytes(address: string): number[] {
+  let text = address.toLowerCase().replace(/%.*$/, "");
+  const quad = /(\d+)\.(\d+)\.(\d+)\.(\d+)$/.exec(text);
+  if (quad) {
+    const [a, b, c, d] = quad.slice(1).map(Number) as [number, number, number, number];
+    text = text.slice(0, quad.index) + `${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
+  }
+  const [head, tail] = text.includes("::") ? text.split("::") : [text, undefined];
+  const left = head ? head.split(":") : [];
+  const right = tail ? tail.split(":") : [];
+  const groups = tail === undefined ? left : [...left, ...Array(8 - left.length - right.length).fill("0"), ...right];
+  return groups.flatMap((g) => {
+    const n = parseInt(g || "0", 16);
+    return [n >> 8, n & 0xff];
+  });
+}
+
+/** The IPv4 address an IPv6 one carries (mapped ::ffff:0:0/96, compatible ::/96, NAT64 64:ff9b::/96, 6to4 2002::/16), if any. */
+function embeddedIpv4(address: string): string | null {
+  const b = ipv6Bytes(address);
+  const zeros = (from: number, to: number) => b.slice(from, to).every((x) => x === 0);
+  const v4 = (at: number) => b.slice(at, at + 4).join(".");
+  if (zeros(0, 10) && b[10] === 0xff && b[11] === 0xff) return v4(12);
+  if (zeros(0, 12) && !zeros(12, 16) && !(zeros(12, 15) && b[15] === 1)) return v4(12);
+  if (b[0] === 0x00 && b[1] === 0x64 && b[2] === 0xff && b[3] === 0x9b && zeros(4, 12)) return v4(12);
+  if (b[0] === 0x20 && b[1] === 0x02) return v4(2);
+  return null;
+}
+
+/** True when an IP address is public unicast, so a webhook may be sent to it. */
+export function isPublicAddress(address: string): boolean {
+  const family = isIP(address);
+  if (family === 4) return !blocked.check(address, "ipv4");
+  if (family !== 6) return false;
+  const v4 = embeddedIpv4(address);
+  if (v4 !== null) return !blocked.check(v4, "ipv4");
+  return !blocked.check(address, "ipv6");
+}
+
+/** A host a webhook may not be sent to; the message says why (it ends up in a delivery's last_error or a 400). */
+export class AddressRefused extends Error {}
+
+export interface ResolvedAddress {
+  address: string;
+  family: 4 | 6;
+}
+
+/**
+ * The addresses of a URL's host (an IP literal as itself), checked: when `allowPrivate` is false,
+ * any address that is not public refuses the whole host (a name with one private address among
+ * public ones could be steered to it). Connect only to what this returns (no second lookup, so
+ * DNS rebinding between check and connect cannot happen).
+ */
+export async function resolveWebhookHost(hostname: string, allowPrivate: boolean): Promise<ResolvedAddress[]> {
+  const host = hostname.replace(/^\[(.*)\]$/, "$1");
+  const literal = isIP(host);
+  let addresses: ResolvedAddress[];
+  if (literal) addresses = [{ address: host, family: literal as 4 | 6 }];
+  else {
+    try {
+      addresses = (await lookup(host, { all: true, verbatim: true })) as ResolvedAddress[];
+    } catch (err) {
+      const code = (err as { code?: string }).code;
+      throw new AddressRefused(code === "ENOTFOUND" ? `host ${host} does not resolve` : `host ${host} could not be resolved (${code ?? "error"})`);
+    }
+    if (addresses.length === 0) throw new AddressRefused(`host ${host} does not resolve`);
+  }
+  if (!allowPrivate) {
+    const refused = addresses.find((a) => !isPublicAddress(a.address));
+    if (refused)
+      throw new AddressRefused(
+        `${literal ? "address" : `host ${host} resolves to`} ${refused.address}, a loopback, private, link-local or otherwise non-public address (allowed only when the server sets WEBHOOK_ALLOW_PRIVATE)`,
+      );
+  }
+  return addresses;
+}

@@ -1,0 +1,123 @@
+import type { WebhookDelivery, WebhookEndpoint } from "@cardctl/sdk";
+import type { Command } from "commander";
+import { ctxOf, type Ctx } from "../context.js";
+import { UsageError } from "../errors.js";
+import { parseLimit } from "../options.js";
+import { relativeTime, truncate, type Style } from "../output.js";
+
+const DELIVERY_STATUSES = ["pending", "succeeded", "failed"];
+const COLOURS: Record<string, Style> = { enabled: "green", disabled: "red", succeeded: "green", pending: "yellow", failed: "red" };
+const coloured = (ctx: Ctx, status: string) => ctx.out.style(status, COLOURS[status] ?? "dim");
+
+function printEndpoint(ctx: Ctx, e: WebhookEndpoint): void {
+  ctx.out.kv([
+    ["Endpoint", e.id],
+    ["URL", e.url],
+    ["Events", e.events.join(", ")],
+    ...(e.description ? ([["Description", e.description]] as [string, string][]) : []),
+    ["Status", coloured(ctx, e.status)],
+    ["Mode", e.mode],
+  ]);
+}
+
+/** What the last attempt got: the HTTP status, or the error when there was no answer. */
+const lastAnswer = (d: WebhookDelivery) => (d.last_response_status !== null ? `HTTP ${d.last_response_status}` : d.last_error ? truncate(d.last_error, 40) : "-");
+
+export function registerWebhooks(program: Command): void {
+  const webhooks = program
+    .command("webhooks")
+    .description("Webhook endpoints: the account's events POSTed to your URL, signed (Standard Webhooks); needs a full key");
+
+  webhooks
+    .command("create <url>")
+    .description("Create an endpoint; prints its signing secret once")
+    .option("--events <types>", 'comma-separated event types, e.g. approval.created,card.used ("*": all)', "*")
+    .option("--description <text>", "what the endpoint is for")
+    .action(async (url: string, o: { events: string; description?: string }, cmd: Command) => {
+      const ctx = ctxOf(cmd);
+      const events = o.events.split(",").map((t) => t.trim()).filter(Boolean);
+      if (events.length === 0) throw new UsageError('--events needs at least one event type, or "*" for all.');
+      const body = { url, events: events as any, ...(o.description !== undefined ? { description: o.description } : {}) };
+      const e = await ctx.out.spin("Creating the webhook endpoint", () => ctx.client().webhookEndpoints.create(body));
+      if (ctx.out.json) return ctx.out.printJson(e);
+      const { out } = ctx;
+      out.line(`${out.style("✓", "green")} Webhook endpoint created.`);
+      printEndpoint(ctx, e);
+      out.line("");
+      out.kv([["Signing secret", out.style(e.secret, "bold")]]);
+      out.hint("Store the signing secret now: it is not shown again. Verify each delivery with it (webhook-id, webhook-timestamp, webhook-signature), e.g. new Webhook(secret).verify(body, headers) from the standardwebhooks package.");
+    });
+
+  webhooks
+    .command("list")
+    .description("List endpoints, newest first")
+    .option("--limit <n>", "page size, 1..100 (default 20)")
+    .action(async (o: { limit?: string }, cmd: Command) => {
+      const ctx = ctxOf(cmd);
+      const { out } = ctx;
+      const params = o.limit !== undefined ? { limit: parseLimit(o.limit) } : {};
+      const page = (await out.spin("Fetching webhook endpoints", async () => await ctx.client().webhookEndpoints.list(params))).toJSON();
+      if (out.json) return out.printJson(page);
+      out.table(
+        ["ID", "STATUS", "URL", "EVENTS", "CREATED"],
+        page.data.map((e) => [e.id, coloured(ctx, e.status), e.url, e.events.join(","), relativeTime(e.created_at)]),
+        "No webhook endpoints. Create one with: cardctl webhooks create https://… --events '*'",
+        { shrink: ["URL", "EVENTS"] },
+      );
+      if (page.has_more) out.hint("More endpoints exist: use a larger --limit.");
+    });
+
+  webhooks
+    .command("delete <endpoint_id>")
+    .description("Delete an endpoint and its deliveries")
+    .action(async (id: string, _o: unknown, cmd: Command) => {
+      const ctx = ctxOf(cmd);
+      const r = await ctx.out.spin("Deleting the webhook endpoint", () => ctx.client().webhookEndpoints.del(id));
+      if (ctx.out.json) return ctx.out.printJson(r);
+      ctx.out.line(`${ctx.out.style("✓", "green")} Webhook endpoint ${r.id} deleted.`);
+    });
+
+  webhooks
+    .command("deliveries <endpoint_id>")
+    .description("List an endpoint's deliveries, newest first: status, attempts, last answer, next attempt")
+    .option("--status <status>", `only ${DELIVERY_STATUSES.join(", ")}`)
+    .option("--limit <n>", "page size, 1..100 (default 20)")
+    .action(async (id: string, o: { status?: string; limit?: string }, cmd: Command) => {
+      const ctx = ctxOf(cmd);
+      const { out } = ctx;
+      const params: { status?: any; limit?: number } = {};
+      if (o.status !== undefined) {
+        const s = o.status.toLowerCase();
+        if (!DELIVERY_STATUSES.includes(s)) throw new UsageError(`--status must be one of ${DELIVERY_STATUSES.join(", ")}.`);
+        params.status = s;
+      }
+      if (o.limit !== undefined) params.limit = parseLimit(o.limit);
+      const page = (await out.spin("Fetching deliveries", async () => await ctx.client().webhookEndpoints.deliveries(id, params))).toJSON();
+      if (out.json) return out.printJson(page);
+      out.table(
+        ["ID", "STATUS", "EVENT", "ATTEMPTS", "LAST ANSWER", "NEXT ATTEMPT", "CREATED"],
+        page.data.map((d) => [
+          d.id,
+          coloured(ctx, d.status),
+          d.event_type,
+          String(d.attempts),
+          lastAnswer(d),
+          d.next_attempt_at ? relativeTime(d.next_attempt_at) : "-",
+          relativeTime(d.created_at),
+        ]),
+        "No deliveries yet.",
+        { shrink: ["LAST ANSWER", "EVENT"] },
+      );
+      if (page.has_more) out.hint("More deliveries exist: use a larger --limit.");
+    });
+
+  webhooks
+    .command("retry <endpoint_id> <delivery_id>")
+    .description("Send a delivery again now (enables a disabled endpoint again)")
+    .action(async (id: string, deliveryId: string, _o: unknown, cmd: Command) => {
+      const ctx = ctxOf(cmd);
+      const d = await ctx.out.spin("Retrying the delivery", () => ctx.client().webhookEndpoints.retry(id, deliveryId));
+      if (ctx.out.json) return ctx.out.printJson(d);
+      ctx.out.line(`${ctx.out.style("✓", "green")} Delivery ${d.id} of ${d.event_type} ${d.event_id} will be sent again now.`);
+    });
+}

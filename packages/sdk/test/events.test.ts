@@ -1,0 +1,99 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { AuthenticationError, Cardctl, NotFoundError, ValidationError, type Event, type Fetch } from "../src/index.js";
+import { clientFor, startServer, type TestServer } from "./helpers.js";
+
+describe("events.list, events.get and events.stream against the real server", () => {
+  let s: TestServer;
+  beforeAll(async () => {
+    s = await startServer({ EVENT_STREAM_HEARTBEAT_MS: "200" });
+  });
+  afterAll(() => s?.close());
+
+  const fresh = async (o: { fetch?: Fetch } = {}) => clientFor(s, { apiKey: await (await s.newAccount()).key(), ...o });
+
+  it("lists newest first, walks every page, filters by type, gets one", async () => {
+    const c = await fresh();
+    for (let i = 0; i < 3; i++) await c.cards.create({ amount_cents: 100 + i });
+    const page = await c.events.list({ type: "card.created", limit: 2 });
+    expect(page.data.map((e) => e.data.object.amount_cents)).toEqual([102, 101]);
+    expect(page.has_more).toBe(true);
+    const all = await c.events.list({ type: "card.created", limit: 1 }).toArray();
+    expect(all.map((e) => e.data.object.amount_cents)).toEqual([102, 101, 100]);
+    expect(await c.events.get(all[0]!.id)).toEqual(all[0]);
+    await expect(c.events.get("evt_000000000000000000000000")).rejects.toBeInstanceOf(NotFoundError);
+  });
+
+  it("streams live events as an async iterator; breaking the loop ends it", async () => {
+    const c = await fresh();
+    const seen: Event[] = [];
+    let connected!: () => void;
+    const open = new Promise<void>((r) => (connected = r));
+    const reading = (async () => {
+      for await (const e of c.events.stream({ types: ["card.created", "card.closed"], onConnect: () => connected() })) {
+        seen.push(e);
+        if (seen.length === 2) break;
+      }
+    })();
+    await open;
+    const card = await c.cards.create({ amount_cents: 500 });
+    await c.cards.close((card as { id: string }).id);
+    await reading;
+    expect(seen.map((e) => [e.type, e.data.object.id])).toEqual([
+      ["card.created", (card as { id: string }).id],
+      ["card.closed", (card as { id: string }).id],
+    ]);
+  });
+
+  it("reconnects after a dropped connection and resumes after the last event, none missed or repeated", async () => {
+    // The first connection is cut right after its first event arrives.
+    let connections = 0;
+    const cutting: Fetch = async (input, init) => {
+      const res = await fetch(input, init);
+      if (!input.includes("/events/stream") || ++connections > 1 || !res.body) return res;
+      const reader = res.body.getReader();
+      const body = new ReadableStream<Uint8Array>({
+        async pull(controller) {
+          const { done, value } = await reader.read();
+          if (done) return controller.close();
+          controller.enqueue(value);
+          if (new TextDecoder().decode(value).includes("data:")) {
+            await reader.cancel();
+            controller.error(new TypeError("terminated"));
+          }
+        },
+      });
+      return new Response(body, { status: res.status, headers: res.headers });
+    };
+    const c = await fresh({ fetch: cutting });
+    const abort = new AbortController();
+    const seen: string[] = [];
+    const drops: Error[] = [];
+    let connected!: () => void;
+    const open = new Promise<void>((r) => (connected = r));
+    let first!: () => void;
+    const firstSeen = new Promise<void>((r) => (first = r));
+    const reading = (async () => {
+      for await (const e of c.events.stream({ types: ["card.created"], signal: abort.signal, onConnect: () => connected(), onDisconnect: (err) => drops.push(err) })) {
+        seen.push(e.data.object.id as string);
+        if (seen.length === 1) first();
+        if (seen.length === 3) abort.abort();
+      }
+    })();
+    await open;
+    const create = async (amount: number) => ((await c.cards.create({ amount_cents: amount })) as { id: string }).id;
+    const ids = [await create(100)];
+    await firstSeen; // its connection is cut now; these two are made while it reconnects
+    ids.push(await create(101), await create(102));
+    await reading; // the abort ends the iteration without an error
+    expect(seen).toEqual(ids);
+    expect(connections).toBeGreaterThanOrEqual(2);
+    expect(drops.length).toBeGreaterThanOrEqual(1);
+  });
+
+  it("throws what a reconnect cannot fix: a bad key, an unknown type", async () => {
+    const bad = new Cardctl({ apiKey: "sk_test_0000000000000000000000000000", baseUrl: s.url });
+    await expect(bad.events.stream().next()).rejects.toBeInstanceOf(AuthenticationError);
+    const c = await fresh();
+    await expect(c.events.stream({ types: ["card.nope" as never] }).next()).rejects.toBeInstanceOf(ValidationError);
+  });
+});
