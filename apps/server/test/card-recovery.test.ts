@@ -141,8 +141,12 @@ describe(`card recovery queue (${dbKind})`, () => {
     const tried = await s.query("SELECT recovery_attempts AS n, COUNT(*) AS c FROM cards WHERE account_id = ? AND id <> ? GROUP BY recovery_attempts", [account.id, healthy]);
     expect(tried.map((t) => [Number(t.n), Number(t.c)])).toEqual([[1, 100]]);
     expect((await recovery(healthy)).hold).toBe("OPEN");
+    const waits = await s.query("SELECT MIN(recovery_next_at) AS n FROM cards WHERE account_id = ? AND id <> ?", [account.id, healthy]);
+    expect(Number(waits[0].n)).toBeGreaterThan(now);
     // Second pass: they wait out their backoff, so the healthy card is reached. (Before the queue,
-    // every pass took the same 100 failing cards and never this one.)
+    // every pass took the same 100 failing cards and never this one.) The first backoff is 1.5-2.5 s,
+    // which a loaded machine's first pass can outlast: the wait is made a minute here.
+    await s.query("UPDATE cards SET recovery_next_at = ? WHERE account_id = ? AND id <> ?", [Date.now() + 60_000, account.id, healthy]);
     await pass();
     expect(await recovery(healthy)).toMatchObject({ attempts: 0, hold: "RELEASED" });
     expect(await s.processor.holds(healthy)).toMatchObject([{ status: "canceled" }]);
