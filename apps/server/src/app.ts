@@ -6,6 +6,7 @@ import pretty from "pino-pretty";
 import { bootstrap } from "./bootstrap.js";
 import type { Config } from "./config.js";
 import { registerAuth, registerAuthRejection } from "./http/auth.js";
+import { registerDashboard } from "./http/dashboard.js";
 import { registerDocs } from "./http/docs.js";
 import { registerEventStream } from "./http/event-stream.js";
 import { registerSetup } from "./http/setup.js";
@@ -115,6 +116,7 @@ export async function buildApp(config: Config, opts: AppOptions = {}) {
   registerEventStream(app, services, config.eventStreamHeartbeatMs);
   registerMcp(app, config.publicUrl);
   registerOwnerSessions(app, services, config.publicUrl);
+  await registerDashboard(app);
   await registerStripeWebhooks(app, services, config.stripeWebhookSecret);
   // Outgoing webhooks are delivered by every instance, from the database's queue (leased claims).
   const sender = new WebhookSender({ timeoutMs: config.webhookTimeoutMs, allowPrivate: config.webhookAllowPrivate });

@@ -202,7 +202,7 @@ export async function startServer(env: Record<string, string> = {}, opts: AppOpt
     ...env,
   });
   const app: App = await buildApp(config, opts);
-  await app.app.listen({ port: 0, host: "127.0.0.1" });
+  await app.app.listen({ port: config.port, host: "127.0.0.1" });
   const address = app.app.server.address();
   const url = `http://127.0.0.1:${typeof address === "object" && address ? address.port : 0}`;
   const apiKey = app.boot.created.demoApiKey!;

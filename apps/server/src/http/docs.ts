@@ -10,11 +10,11 @@ const ASSETS = ["swagger-ui.css", "swagger-ui-bundle.js", "swagger-ui-standalone
  * Routes that are never rate limited: health checks (load balancers probe them often, and a limited
  * IP must still see the server as up) and the API description with its docs page (static).
  */
-const unlimited = { config: { rateLimit: false } } as const;
+export const unlimited = { config: { rateLimit: false } } as const;
 
 /**
- * GET /v1/openapi.json, /docs (Swagger UI served from node_modules, no CDN) and /health (+ /healthz); /setup is in setup.ts.
- * Until a dashboard exists, / (the URL the server prints) leads to /docs.
+ * GET /v1/openapi.json, /docs (Swagger UI served from node_modules, no CDN) and /health (+ /healthz);
+ * /setup is in setup.ts, the dashboard at / in dashboard.ts.
  */
 export function registerDocs(app: FastifyInstance, publicUrl: string) {
   const doc = JSON.stringify(buildOpenApiDocument(publicUrl));
@@ -24,9 +24,7 @@ export function registerDocs(app: FastifyInstance, publicUrl: string) {
   app.get("/health", unlimited, async () => ({ ok: true }));
   app.get("/healthz", unlimited, async () => ({ ok: true }));
 
-  // A browser opening the server's URL, or /docs/ with its slash, lands on the docs; its icon
-  // request gets an empty answer instead of a JSON 404.
-  app.get("/", unlimited, async (_req, reply) => reply.redirect("/docs", 302));
+  // /docs/ with its slash lands on the docs; a browser's icon request gets an empty answer instead of a JSON 404.
   app.get("/docs/", unlimited, async (_req, reply) => reply.redirect("/docs", 302));
   app.get("/favicon.ico", unlimited, async (_req, reply) => reply.code(204).header("Cache-Control", "public, max-age=86400").send());
 

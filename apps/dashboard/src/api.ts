@@ -1,0 +1,147 @@
+// Types only: no server code reaches the bundle.
+import type { AppRouter } from "@cardctl/api";
+import { QueryCache, QueryClient, useQuery, useQueryClient } from "@tanstack/react-query";
+import { createTRPCClient, httpLink, TRPCClientError } from "@trpc/client";
+import { useEffect, useState } from "react";
+
+/** The signed-in owner, as GET /auth/session answers. */
+export interface Session {
+  owner: { id: string; email: string; account_id: string; session_expires_at: string };
+  csrf_token: string;
+}
+
+/**
+ * The session's CSRF token, sent with every change. Kept in memory only: the session itself is an
+ * HttpOnly cookie, and no API key or other secret is ever stored by the dashboard.
+ */
+let csrfToken = "";
+
+/** The API's error, from either client: status, code and message of its envelope. */
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** The API error behind any failure (the tRPC client's, a fetch's), for messages and sign-in redirects. */
+export function apiError(err: unknown): ApiError {
+  if (err instanceof ApiError) return err;
+  if (err instanceof TRPCClientError) {
+    const meta = err.meta as { response?: Response; responseJSON?: { error?: { code?: string; message?: string } } } | undefined;
+    const body = meta?.responseJSON?.error;
+    if (body?.code && body.message) return new ApiError(meta?.response?.status ?? 500, body.code, body.message);
+  }
+  return new ApiError(0, "network_error", "The server could not be reached. Check your connection and try again.");
+}
+
+/** The same tRPC router agents use, on the owner's session (the cookie goes along: same origin). */
+export const trpc = createTRPCClient<AppRouter>({
+  links: [
+    httpLink({
+      url: "/trpc",
+      headers: () => ({ "x-csrf-token": csrfToken }),
+      fetch: (url, init) => fetch(url, { ...init, credentials: "same-origin" }),
+    }),
+  ],
+});
+
+/** A JSON call to the session routes under /auth. */
+async function auth<T>(method: "GET" | "POST", path: string, body?: unknown): Promise<T | null> {
+  const res = await fetch(`/auth${path}`, {
+    method,
+    credentials: "same-origin",
+    headers: { ...(body === undefined ? {} : { "content-type": "application/json" }), "x-csrf-token": csrfToken },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  }).catch((err: unknown) => {
+    throw apiError(err);
+  });
+  if (res.status === 204) return null;
+  const json = await res.json().catch(() => ({}));
+  if (!res.ok) throw new ApiError(res.status, json?.error?.code ?? "error", json?.error?.message ?? `The server answered ${res.status}.`);
+  return json as T;
+}
+
+const remember = (s: Session) => {
+  csrfToken = s.csrf_token;
+  queryClient.setQueryData(["session"], s);
+  return s;
+};
+
+export const signIn = async (email: string, password: string) => remember((await auth<Session>("POST", "/sign-in", { email, password }))!);
+export const acceptInvite = async (token: string, password: string) =>
+  remember((await auth<Session>("POST", "/invites/accept", { token, password }))!);
+export async function signOut() {
+  await auth("POST", "/sign-out");
+  csrfToken = "";
+  queryClient.clear();
+  queryClient.setQueryData(["session"], null);
+}
+
+/** The current session, or null when signed out. */
+export function useSession() {
+  return useQuery({
+    queryKey: ["session"],
+    queryFn: async () => {
+      try {
+        return remember((await auth<Session>("GET", "/session"))!);
+      } catch (err) {
+        if (apiError(err).status === 401) return null;
+        throw err;
+      }
+    },
+    staleTime: Number.POSITIVE_INFINITY,
+  });
+}
+
+export const queryClient: QueryClient = new QueryClient({
+  // A session that ended (expired, signed out elsewhere) sends the owner to sign in.
+  queryCache: new QueryCache({
+    onError: (err) => {
+      if (apiError(err).status === 401) queryClient.setQueryData(["session"], null);
+    },
+  }),
+  defaultOptions: {
+    queries: {
+      // A 4xx will not change by asking again.
+      retry: (count, err) => count < 2 && apiError(err).status >= 500,
+    },
+  },
+});
+
+/** The lists an event's kind changes (approval.created → the approvals), refreshed when one arrives. */
+const LISTS: Record<string, string> = {
+  approval: "approvals",
+  card: "cards",
+  authorization: "authorizations",
+  transaction: "transactions",
+  policy: "policy",
+  api_key: "api_keys",
+};
+
+/**
+ * The account's events, live (GET /v1/events/stream on the session cookie): a new request shows
+ * in the inbox without a reload. On each (re)connection the lists are refetched, for what happened
+ * while disconnected. Answers whether the stream is connected; EventSource reconnects by itself.
+ */
+export function useLiveEvents(): boolean {
+  const client = useQueryClient();
+  const [live, setLive] = useState(false);
+  useEffect(() => {
+    const stream = new EventSource("/v1/events/stream");
+    stream.onopen = () => {
+      setLive(true);
+      for (const list of Object.values(LISTS)) void client.invalidateQueries({ queryKey: [list] });
+    };
+    stream.onerror = () => setLive(false);
+    stream.onmessage = (msg: MessageEvent<string>) => {
+      const list = LISTS[((JSON.parse(msg.data) as { type?: string }).type ?? "").split(".")[0]!];
+      if (list) void client.invalidateQueries({ queryKey: [list] });
+    };
+    return () => stream.close();
+  }, [client]);
+  return live;
+}
