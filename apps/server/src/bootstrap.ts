@@ -4,7 +4,7 @@ import type { DataSource } from "typeorm";
 export interface Bootstrap {
   adminTokenHash: string;
   /** Secrets made by this start, to print once; empty on every later start. */
-  created: { adminToken?: string; demoAccountId?: string; demoApiKey?: string };
+  created: { adminToken?: string; demoAccountId?: string; demoApiKey?: string; demoOwnerInviteUrl?: string };
 }
 
 /** Claims a one-time setting; false when another start (or instance) already did. */
@@ -29,9 +29,12 @@ const DEMO_CARDHOLDER = {
   billing: { line1: "510 Townsend Street", city: "San Francisco", state: "CA", postal_code: "94103", country: "US" },
 } as const;
 
+const DEMO_OWNER_EMAIL = "owner@demo.example";
+
 /**
  * First start: an admin token (unless ADMIN_TOKEN is set) and a demo account whose setup is
- * complete in test mode, with one test API key. Only hashes are stored; secrets are returned once.
+ * complete in test mode, with one test API key and an invite link for its owner (the dashboard).
+ * Only hashes are stored; secrets are returned once.
  */
 export async function bootstrap(ds: DataSource, services: Services, adminToken: string | undefined): Promise<Bootstrap> {
   const created: Bootstrap["created"] = {};
@@ -51,6 +54,8 @@ export async function bootstrap(ds: DataSource, services: Services, adminToken: 
     const { secret } = await services.accounts.createKey(account.id, "test", "full", "demo");
     created.demoAccountId = account.id;
     created.demoApiKey = secret;
+    // The demo account's owner signs in to the dashboard through a one-time link (24 h).
+    created.demoOwnerInviteUrl = (await services.owners.invite(account.id, DEMO_OWNER_EMAIL)).url;
   }
   return { adminTokenHash, created };
 }

@@ -133,7 +133,7 @@ export async function ensureMysqlDatabase(url: string): Promise<string | undefin
   }
 }
 
-export type Secrets = { adminToken?: string; demoAccountId?: string; demoApiKey?: string };
+export type Secrets = { adminToken?: string; demoAccountId?: string; demoApiKey?: string; demoOwnerInviteUrl?: string };
 
 /**
  * The first start's secrets, shown once: on stdout, never through the logger (a JSON line in json
@@ -152,6 +152,7 @@ export function printSecrets(config: Config, secrets: Secrets) {
       msg,
       ...(secrets.adminToken ? { admin_token: secrets.adminToken } : {}),
       ...(secrets.demoApiKey ? { demo_account_id: secrets.demoAccountId, test_api_key: secrets.demoApiKey } : {}),
+      ...(secrets.demoOwnerInviteUrl ? { demo_owner_sign_in_url: secrets.demoOwnerInviteUrl } : {}),
     };
     process.stdout.write(JSON.stringify(line) + "\n");
     return;
@@ -159,6 +160,7 @@ export function printSecrets(config: Config, secrets: Secrets) {
   const lines = ["", msg, ""];
   if (secrets.adminToken) lines.push(`  Admin token (operator API):   ${secrets.adminToken}`);
   if (secrets.demoApiKey) lines.push(`  Demo account:                 ${secrets.demoAccountId}`, `  Test API key (demo account):  ${secrets.demoApiKey}`);
+  if (secrets.demoOwnerInviteUrl) lines.push(`  Dashboard sign-in (demo owner, one-time link, 24 h): ${secrets.demoOwnerInviteUrl}`);
   process.stdout.write(lines.join("\n") + "\n\n");
 }
 

@@ -125,6 +125,7 @@ describe("the built server (node dist/main.js)", { timeout: 180_000 }, () => {
       expect(out).toContain(`  API docs    ${url}/docs\n`);
       expect(out).toContain(`  Database    ${sqliteUrl("pretty.sqlite")}\n`);
       expect(out).toContain("Test API key (demo account):");
+      expect(out).toMatch(/Dashboard sign-in \(demo owner, one-time link, 24 h\): http:\/\/\S+\/invite#inv_\w{40}\n/);
       expect(out).toMatch(/INFO: Server listening at/);
       const before = out.length;
       for (const path of ["/health", "/v1/openapi.json", "/nope"]) await fetch(url + path);
