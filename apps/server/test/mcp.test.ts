@@ -249,7 +249,8 @@ describe(`MCP server (${processor}, ${dbKind})`, () => {
     const none = await fetch(`${s.url}/mcp`, { method: "POST", headers, body: JSON.stringify(init) });
     expect(none.status).toBe(401);
     expect(none.headers.get("www-authenticate")).toMatch(/^Bearer/);
-    expect(((await none.json()) as { error: { code: string } }).error.code).toBe("unauthorized");
+    const body = (await none.json()) as { error: { code: string; request_id: string } };
+    expect(body.error).toMatchObject({ code: "unauthorized", request_id: none.headers.get("request-id") });
     const bad = await fetch(`${s.url}/mcp`, { method: "POST", headers: { ...headers, authorization: "Bearer sk_test_nope" }, body: JSON.stringify(init) });
     expect(bad.status).toBe(401);
     expect((await fetch(`${s.url}/mcp`, { headers: { authorization: `Bearer ${s.apiKey}` } })).status).toBe(405);

@@ -10,7 +10,7 @@ export { WebhookWorker, type WebhookWorkerOptions } from "./domain/webhook-worke
 export { WebhookSender, type SendWebhook, type SendOutcome, type WebhookMessage } from "./webhooks/sender.js";
 export { sha256, safeEqual } from "./domain/secrets.js";
 export { credentialOf } from "./domain/credentials.js";
-export { describeIssues, validationMessage, type ValidationIssue } from "./domain/validation.js";
+export { describeIssues, validationError, type ValidationIssue } from "./domain/validation.js";
 export { randomToken, newId } from "./domain/ids.js";
 export { SIMULATED_PROCESSOR_CARDS_PATH, SimulatedProcessor, type SimFault, type SimStep, type SimulatedIssuingCard } from "./processor/simulated.js";
 export type { Processor, ProcessorResolver, RevealEndpoint } from "./processor/types.js";

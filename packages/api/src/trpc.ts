@@ -4,7 +4,7 @@ import { ZodError } from "zod";
 import type { Principal } from "./domain/deps.js";
 import { AppError, errorEnvelope, forbidden, unauthorized, type ErrorEnvelope } from "./domain/errors.js";
 import type { Services } from "./domain/services.js";
-import { describeIssues, validationMessage } from "./domain/validation.js";
+import { describeIssues, validationError } from "./domain/validation.js";
 
 export interface Context {
   services: Services;
@@ -35,8 +35,7 @@ export function toAppError(error: TRPCError): AppError {
   const cause = error.cause;
   if (cause instanceof AppError) return cause;
   if (cause instanceof ZodError || (error.code === "BAD_REQUEST" && cause?.name === "ZodError")) {
-    const issues = describeIssues(cause as ZodError);
-    return new AppError(400, "validation_error", validationMessage(issues), { issues });
+    return validationError(describeIssues(cause as ZodError));
   }
   switch (error.code) {
     case "PARSE_ERROR":

@@ -1,7 +1,7 @@
 import { AppError, credentialOf, safeEqual, sha256, type Services } from "@cardctl/api";
 import type { FastifyInstance } from "fastify";
 import { sendError } from "./errors.js";
-import { csrfError, SESSION_COOKIE, sessionOf } from "./owner-session.js";
+import { csrfError, SESSION_COOKIE, sessionOf, signedOut } from "./owner-session.js";
 import { queryCarriesCredential } from "./secrets-in-urls.js";
 
 /** Paths that need no credentials. */
@@ -42,7 +42,7 @@ export function registerAuth(app: FastifyInstance, services: Services, adminToke
     // inbox; EventSource cannot send headers) when no API key is sent.
     if (!req.headers.authorization && (url.startsWith("/trpc/") || EVENT_STREAM.test(url)) && req.cookies[SESSION_COOKIE]) {
       const owner = await sessionOf(req, services);
-      if (!owner) req.authError = new AppError(401, "unauthorized", "Not signed in, or the session ended: sign in again.");
+      if (!owner) req.authError = signedOut();
       else {
         req.authError = csrfError(req, dashboardOrigin, owner);
         const mode = req.headers["cardctl-mode"] === "live" ? "live" : "test";

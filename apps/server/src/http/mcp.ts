@@ -1,6 +1,8 @@
+import { AppError } from "@cardctl/api";
 import { createCardctlMcpServer } from "@cardctl/mcp";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import { sendError } from "./errors.js";
 
 /**
  * The MCP tools over Streamable HTTP at /mcp, for MCP clients that send `Authorization: Bearer
@@ -12,7 +14,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 export function registerMcp(app: FastifyInstance, publicUrl: string) {
   app.post("/mcp", { config: { rateLimit: false } }, async (req, reply) => {
     const apiKey = bearer(req);
-    if (!apiKey) return refuse(reply, req.id, 401, "unauthorized", "Send your API key as 'Authorization: Bearer <API_KEY>'.");
+    if (!apiKey) return refuse(req, reply, new AppError(401, "unauthorized", "Send your API key as 'Authorization: Bearer <API_KEY>'."));
     let opened: Awaited<ReturnType<typeof createCardctlMcpServer>>;
     try {
       opened = await createCardctlMcpServer({
@@ -20,13 +22,14 @@ export function registerMcp(app: FastifyInstance, publicUrl: string) {
         reveal: { kind: "key", baseUrl: publicUrl },
       });
     } catch (err) {
-      const e = err as { status?: number; code?: string; message?: string; details?: object; requestId?: string; headers?: Headers };
+      const e = err as { status?: number; code?: string; message?: string; details?: Record<string, unknown>; headers?: Headers };
       if (e.status === undefined) throw err;
       // The API's own refusal (401 unauthorized, 429 rate_limited), in its envelope, with its headers.
       e.headers?.forEach((v, k) => {
         if (k.startsWith("ratelimit-") || k === "retry-after") reply.header(k, v);
       });
-      return refuse(reply, e.requestId ?? req.id, e.status, e.code ?? "unauthorized", e.message ?? "", e.details);
+      const details = e.details && Object.keys(e.details).length ? e.details : undefined;
+      return refuse(req, reply, new AppError(e.status, e.code ?? "unauthorized", e.message ?? "", details));
     }
     const { server } = opened;
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
@@ -44,11 +47,10 @@ export function registerMcp(app: FastifyInstance, publicUrl: string) {
     app.route({ method, url: "/mcp", config: { rateLimit: false }, handler: (_req, reply) => reply.code(405).header("allow", "POST").send(notAllowed) });
 }
 
-/** The error envelope of the API; a 401 also says how to authenticate. */
-function refuse(reply: FastifyReply, requestId: string, status: number, code: string, message: string, details?: object) {
-  if (status === 401) reply.header("www-authenticate", 'Bearer realm="cardctl"');
-  const more = details && Object.keys(details).length ? { details } : {};
-  return reply.code(status).send({ error: { code, message, ...more, request_id: requestId } });
+/** The API's error envelope (its request_id this request's); a 401 also says how to authenticate. */
+function refuse(req: FastifyRequest, reply: FastifyReply, err: AppError) {
+  if (err.status === 401) reply.header("www-authenticate", 'Bearer realm="cardctl"');
+  return sendError(req, reply, err);
 }
 
 /** The bearer token as sent; the API checks it. */

@@ -1,4 +1,4 @@
-import { AppError, describeIssues, ownerView, validationMessage, type OwnerPrincipal, type Services } from "@cardctl/api";
+import { AppError, describeIssues, ownerView, validationError, type OwnerPrincipal, type Services } from "@cardctl/api";
 import * as s from "@cardctl/contract";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { z } from "zod";
@@ -77,11 +77,10 @@ export function csrfError(req: FastifyRequest, origin: string, owner: OwnerPrinc
 
 const fromOurOrigin = (req: FastifyRequest, origin: string) => req.headers.origin === origin;
 const crossOrigin = () => new AppError(403, "csrf_failed", "This request did not come from the dashboard's own origin (Origin header).");
-const signedOut = () => new AppError(401, "unauthorized", "Not signed in, or the session ended: sign in again.");
+export const signedOut = () => new AppError(401, "unauthorized", "Not signed in, or the session ended: sign in again.");
 
 function parse<T>(schema: z.ZodType<T>, body: unknown): T {
   const r = schema.safeParse(body);
   if (r.success) return r.data;
-  const issues = describeIssues(r.error);
-  throw new AppError(400, "validation_error", validationMessage(issues), { issues });
+  throw validationError(describeIssues(r.error));
 }

@@ -1,4 +1,5 @@
 import type { ZodError } from "zod";
+import { AppError } from "./errors.js";
 
 /** One entry of `details.issues` of a 400 validation_error. */
 export interface ValidationIssue {
@@ -123,6 +124,11 @@ export function describeIssues(error: Pick<ZodError, "issues">): ValidationIssue
 }
 
 /** The top-level message of a validation_error: every issue, in one line. */
-export function validationMessage(issues: ValidationIssue[]): string {
+function validationMessage(issues: ValidationIssue[]): string {
   return `Invalid request: ${issues.map((i) => i.message).join("; ")}.`;
+}
+
+/** The 400 validation_error of these issues: all of them in the message, each in `details.issues`. */
+export function validationError(issues: ValidationIssue[]): AppError {
+  return new AppError(400, "validation_error", validationMessage(issues), { issues });
 }

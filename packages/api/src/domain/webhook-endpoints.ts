@@ -7,12 +7,9 @@ import type { Deps, Principal } from "./deps.js";
 import { AppError, notFound } from "./errors.js";
 import { newId } from "./ids.js";
 import { pageOf, type Page, type PageQuery } from "./paging.js";
-import { validationMessage } from "./validation.js";
+import { validationError } from "./validation.js";
 
-const invalidUrl = (message: string) => {
-  const issues = [{ path: "url", message }];
-  return new AppError(400, "validation_error", validationMessage(issues), { issues });
-};
+const invalidUrl = (message: string) => validationError([{ path: "url", message }]);
 
 /**
  * A webhook URL, checked: absolute, https (http only with WEBHOOK_ALLOW_PRIVATE, for local

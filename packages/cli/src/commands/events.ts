@@ -1,7 +1,7 @@
 import type { Event } from "@cardctl/sdk";
 import type { Command } from "commander";
 import { ctxOf } from "../context.js";
-import { UsageError } from "../errors.js";
+import { parseLimit } from "../options.js";
 import { relativeTime, truncate, type Output } from "../output.js";
 
 /** One line about what an event says happened, from its data.object. */
@@ -49,11 +49,7 @@ export function registerEvents(program: Command): void {
       const { out } = ctx;
       const params: { type?: any; limit?: number } = {};
       if (o.type !== undefined) params.type = String(o.type);
-      if (o.limit !== undefined) {
-        const n = Number(o.limit);
-        if (!Number.isInteger(n) || n < 1 || n > 100) throw new UsageError("--limit must be a whole number from 1 to 100.");
-        params.limit = n;
-      }
+      if (o.limit !== undefined) params.limit = parseLimit(o.limit);
       const client = ctx.client();
       const page = o.all
         ? { data: await out.spin("Fetching events", () => client.events.list(params).toArray(Infinity)), has_more: false }
