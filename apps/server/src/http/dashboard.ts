@@ -31,14 +31,15 @@ const NOT_BUILT =
  */
 export async function registerDashboard(app: FastifyInstance) {
   const dist = join(dirname(createRequire(import.meta.url).resolve("@cardctl/dashboard/package.json")), "dist");
-  const built = existsSync(join(dist, "index.html"));
-  const page = async (reply: FastifyReply) =>
-    built
-      ? reply.headers(PAGE_HEADERS).header("cache-control", "no-cache").type("text/html; charset=utf-8").send(await readFile(join(dist, "index.html")))
+  // Read once: the build is fixed for the life of the process (a new build needs a restart).
+  const index = existsSync(join(dist, "index.html")) ? await readFile(join(dist, "index.html")) : undefined;
+  const page = (reply: FastifyReply) =>
+    index
+      ? reply.headers(PAGE_HEADERS).header("cache-control", "no-cache").type("text/html; charset=utf-8").send(index)
       : reply.code(503).type("text/plain; charset=utf-8").send(NOT_BUILT);
   for (const path of PAGES) app.get(path, unlimited, async (_req, reply) => page(reply));
 
-  if (!built) return;
+  if (!index) return;
   await app.register(fastifyStatic, { root: dist, serve: false });
   app.get<{ Params: { "*": string } }>("/assets/*", unlimited, async (req, reply) =>
     reply.headers(PAGE_HEADERS).sendFile(join("assets", req.params["*"]), { immutable: true, maxAge: "365d" }),

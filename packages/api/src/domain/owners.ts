@@ -142,17 +142,20 @@ export class OwnerService {
 
   /** The session behind a cookie's token, or null (unknown, revoked, idle too long); using it keeps it alive. */
   async authenticate(token: string): Promise<OwnerPrincipal | null> {
-    const session = await this.ds.getRepository(OwnerSessionEntity).findOneBy({ token_hash: sha256(token) });
+    // One read per request: the session and its owner together.
+    const [session]: { id: string; account_id: string; csrf_token: string; expires_at: number | string; revoked_at: number | string | null; owner_id: string; email: string }[] =
+      await this.ds.query(
+        "SELECT s.id, s.account_id, s.csrf_token, s.expires_at, s.revoked_at, o.id AS owner_id, o.email FROM owner_sessions s JOIN owners o ON o.id = s.owner_id WHERE s.token_hash = ?",
+        [sha256(token)],
+      );
     const now = Date.now();
-    if (!session || session.revoked_at !== null || session.expires_at <= now) return null;
-    const owner = await this.ds.getRepository(OwnerEntity).findOneBy({ id: session.owner_id });
-    if (!owner) return null;
-    let expiresAt = session.expires_at;
+    if (!session || session.revoked_at !== null || Number(session.expires_at) <= now) return null;
+    let expiresAt = Number(session.expires_at);
     if (now + SESSION_IDLE_MS - expiresAt > TOUCH_EVERY_MS) {
       expiresAt = now + SESSION_IDLE_MS;
       await this.ds.query("UPDATE owner_sessions SET expires_at = ? WHERE id = ? AND revoked_at IS NULL AND expires_at < ?", [expiresAt, session.id, expiresAt]);
     }
-    return { ownerId: owner.id, email: owner.email, accountId: session.account_id, sessionId: session.id, csrfToken: session.csrf_token, expiresAt };
+    return { ownerId: session.owner_id, email: session.email, accountId: session.account_id, sessionId: session.id, csrfToken: session.csrf_token, expiresAt };
   }
 
   /** Signs out: the session is revoked for good (every instance sees it at once: it is a row). */

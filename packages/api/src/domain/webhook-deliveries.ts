@@ -109,6 +109,28 @@ export class WebhookDeliveryQueue {
         `WHERE d.id IN (${list}) AND d.lease_token = ?`,
       [...ids, token],
     );
+    // An event goes to several endpoints: its JSON is made once per claim.
+    const payloads = new Map<string, string>();
+    const payloadOf = (r: (typeof rows)[number]) => {
+      let payload = payloads.get(r.e_id);
+      if (payload === undefined) {
+        payload = JSON.stringify(
+          eventView({
+            seq: 0,
+            id: r.e_id,
+            account_id: r.e_account_id,
+            mode: r.e_mode,
+            type: r.e_type,
+            actor_type: r.e_actor_type,
+            actor_id: r.e_actor_id,
+            data: r.e_data,
+            created_at: Number(r.e_created_at),
+          }),
+        );
+        payloads.set(r.e_id, payload);
+      }
+      return payload;
+    };
     return rows.map((r) => ({
       id: r.id,
       endpointId: r.endpoint_id,
@@ -120,22 +142,7 @@ export class WebhookDeliveryQueue {
       secret: r.secret,
       endpointEnabled: r.endpoint_status === "enabled",
       eventId: r.event_id,
-      payload:
-        r.e_id === null
-          ? null
-          : JSON.stringify(
-              eventView({
-                seq: 0,
-                id: r.e_id,
-                account_id: r.e_account_id,
-                mode: r.e_mode,
-                type: r.e_type,
-                actor_type: r.e_actor_type,
-                actor_id: r.e_actor_id,
-                data: r.e_data,
-                created_at: Number(r.e_created_at),
-              }),
-            ),
+      payload: r.e_id === null ? null : payloadOf(r),
     }));
   }
 
