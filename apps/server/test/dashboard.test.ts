@@ -1,34 +1,12 @@
-import { existsSync, mkdirSync } from "node:fs";
-import { createServer } from "node:net";
-import { resolve } from "node:path";
-import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { dbKind, expectError, startServer, type TestServer } from "./harness.js";
+import { haveChromium, openDashboard, ownServer, PASSWORD, type Dashboard } from "./browser.js";
+import { dbKind, expectError, type TestServer } from "./harness.js";
 
 /**
  * Issue 17, points 1, 3 and 4: the owners' dashboard, served at / (apps/dashboard, built by Vite),
- * driven in Debian's chromium by playwright-core against the real server. Screenshots of each page
- * at 1280 and 375 px go to <repo>/.test-results/screenshots (CI keeps them as artifacts).
+ * driven in Debian's chromium by playwright-core against the real server (test/browser.ts).
  */
-const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
-const SCREENSHOTS = resolve(import.meta.dirname, "../../../.test-results/screenshots");
-const PASSWORD = "correct horse battery";
 const CSP = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'";
-
-/** A port free right now, so PUBLIC_URL can name the server's own address before it starts. */
-const freePort = () =>
-  new Promise<number>((done, fail) => {
-    const probe = createServer().listen(0, "127.0.0.1", () => {
-      const port = (probe.address() as { port: number }).port;
-      probe.close(() => done(port));
-    });
-    probe.on("error", fail);
-  });
-
-async function ownServer() {
-  const port = await freePort();
-  return startServer({ PORT: String(port), PUBLIC_URL: `http://127.0.0.1:${port}` });
-}
 
 describe(`the dashboard over plain HTTP (${dbKind})`, () => {
   let s: TestServer;
@@ -92,31 +70,16 @@ describe(`the dashboard over plain HTTP (${dbKind})`, () => {
   });
 });
 
-const haveChromium = existsSync(CHROMIUM);
-if (!haveChromium) console.warn(`dashboard browser tests skipped: no chromium at ${CHROMIUM} (apt-get install chromium, or set CHROMIUM_PATH)`);
-
 describe.skipIf(!haveChromium)(`the dashboard in a browser (${dbKind})`, () => {
   let s: TestServer;
-  let browser: Browser;
-  let context: BrowserContext;
-  let page: Page;
+  let d: Dashboard;
+  let page: Dashboard["page"];
   let account: Awaited<ReturnType<TestServer["newAccount"]>>;
   let fullKey: string;
   let agentKey: string;
   let openCard: { id: string; last_four: string };
   let usedCard: { id: string; last_four: string };
-  const problems: string[] = [];
-
-  /** Screenshots of the current page at desktop and phone widths; the phone one must not scroll sideways. */
-  async function shoot(name: string) {
-    mkdirSync(SCREENSHOTS, { recursive: true });
-    for (const width of [1280, 375]) {
-      await page.setViewportSize({ width, height: 800 });
-      await page.screenshot({ path: resolve(SCREENSHOTS, `${name}-${width}.png`), fullPage: true });
-      expect(await page.evaluate(() => document.documentElement.scrollWidth), `${name} at ${width}px`).toBeLessThanOrEqual(width);
-    }
-    await page.setViewportSize({ width: 1280, height: 800 });
-  }
+  const shoot = (name: string) => d.shoot(name);
   const api = (method: string, path: string, key: string, body?: unknown) => s.request(method, path, { key, body });
   const item = (text: string) => page.getByRole("listitem").filter({ hasText: text });
 
@@ -132,17 +95,11 @@ describe.skipIf(!haveChromium)(`the dashboard in a browser (${dbKind})`, () => {
     expect(bought.status).toBe(200);
     expect((await api("PUT", "/v1/policies/default", fullKey, { approval_required: true })).status).toBe(200);
 
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox"] });
-    context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
-    await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: s.url });
-    page = await context.newPage();
-    page.on("console", (msg) => {
-      if (msg.type() === "error" && !/status of 40[134]/.test(msg.text())) problems.push(msg.text());
-    });
-    page.on("pageerror", (err) => problems.push(err.message));
+    d = await openDashboard(s);
+    page = d.page;
   });
   afterAll(async () => {
-    await browser?.close();
+    await d?.close();
     await s?.close();
   });
 
@@ -160,7 +117,7 @@ describe.skipIf(!haveChromium)(`the dashboard in a browser (${dbKind})`, () => {
     expect(new URL(page.url()).pathname).toBe("/");
     await page.getByText("Nothing to approve").waitFor();
     await page.getByText("live updates on").waitFor();
-    const cookie = (await context.cookies()).find((c) => c.name === "cardctl_session")!;
+    const cookie = (await d.context.cookies()).find((c) => c.name === "cardctl_session")!;
     expect(cookie).toMatchObject({ httpOnly: true, sameSite: "Lax" });
     await shoot("inbox-empty");
   });
@@ -290,13 +247,13 @@ describe.skipIf(!haveChromium)(`the dashboard in a browser (${dbKind})`, () => {
   });
 
   it("a change with the session cookie from another origin, or without the CSRF token, is refused", async () => {
-    const cookie = (await context.cookies()).find((c) => c.name === "cardctl_session")!;
+    const cookie = (await d.context.cookies()).find((c) => c.name === "cardctl_session")!;
     const headers = { cookie: `cardctl_session=${cookie.value}` };
     const body = { role: "full" };
     expectError(await s.request("POST", "/trpc/apiKeys.create", { key: null, body, headers: { ...headers, origin: "https://evil.example" } }), 403, "csrf_failed");
     expectError(await s.request("POST", "/trpc/apiKeys.create", { key: null, body, headers: { ...headers, origin: s.url } }), 403, "csrf_failed");
     // A cross-site form post from a page on another origin (the browser adds the cookie only if SameSite allowed it).
-    const evil = await context.newPage();
+    const evil = await d.context.newPage();
     await evil.route("http://evil.example/", (route) =>
       route.fulfill({
         contentType: "text/html",
@@ -312,7 +269,7 @@ describe.skipIf(!haveChromium)(`the dashboard in a browser (${dbKind})`, () => {
   });
 
   it("sign out ends the session and leads to sign-in; signing in again works", async () => {
-    const before = (await context.cookies()).find((c) => c.name === "cardctl_session")!;
+    const before = (await d.context.cookies()).find((c) => c.name === "cardctl_session")!;
     await page.getByRole("button", { name: "Sign out" }).click();
     await page.getByRole("heading", { name: "Sign in to cardctl" }).waitFor();
     expect(new URL(page.url()).pathname).toBe("/sign-in");
@@ -331,6 +288,6 @@ describe.skipIf(!haveChromium)(`the dashboard in a browser (${dbKind})`, () => {
   });
 
   it("loaded nothing the CSP blocked and threw no error", () => {
-    expect(problems).toEqual([]);
+    expect(d.problems).toEqual([]);
   });
 });
