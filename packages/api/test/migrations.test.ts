@@ -10,7 +10,7 @@ describe("migrations (SQLite)", () => {
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
   // TypeORM's addColumn rebuilds the table and drops index conditions: a later migration that uses it would undo these.
-  it("leaves the cards' partial indexes partial after every migration", async () => {
+  it("leaves the partial indexes partial after every migration", async () => {
     const ds = createDataSource(`sqlite:${join(dir, "db.sqlite")}`);
     await ds.initialize();
     try {
@@ -18,6 +18,13 @@ describe("migrations (SQLite)", () => {
       const rows: { name: string; sql: string }[] = await ds.query("SELECT name, sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'cards'");
       const sqlOf = new Map(rows.map((r) => [r.name, r.sql]));
       for (const [name, , , where] of PARTIAL_CARD_INDEXES) expect(sqlOf.get(name), name).toContain(`WHERE ${where}`);
+      // The claim's UPDATE … WHERE id IN (…) AND status = 'pending' must take the id's index, not read every pending row.
+      const [pending] = await ds.query("SELECT sql FROM sqlite_master WHERE name = 'ix_webhook_deliveries_pending'");
+      expect(pending.sql).toContain("WHERE status = 'pending'");
+      const plan: { detail: string }[] = await ds.query(
+        "EXPLAIN QUERY PLAN UPDATE webhook_deliveries SET lease_token = 't' WHERE id IN ('a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 'i', 'j', 'k', 'l') AND status = 'pending' AND next_attempt_at <= 1",
+      );
+      expect(plan.map((p) => p.detail).join()).toContain("uq_webhook_deliveries_id");
     } finally {
       await ds.destroy();
     }

@@ -13,6 +13,8 @@ const MAX_RETRY_DELAY_MS = 6 * 3600 * 1000;
 /** Finished deliveries are kept as long as events, then purged in batches. */
 const DELIVERY_RETENTION_MS = 30 * 24 * 3600 * 1000;
 const PURGE_BATCH = 1000;
+/** Endpoints looked at per claim; the next claim goes on after the last one (round robin). */
+const ENDPOINTS_PER_CLAIM = 200;
 
 /**
  * The fan-out of the outbox: with every event, in its transaction, one delivery row per enabled
@@ -71,26 +73,42 @@ export class WebhookDeliveryQueue {
     return this.config.timeoutMs + 60_000;
   }
 
+  private nextEndpoint = 0;
+
+  /**
+   * Up to ENDPOINTS_PER_CLAIM endpoints (of every account), going round from the last claim's.
+   * Read on every claim (a small table), so an endpoint made on any instance counts at once.
+   */
+  private async endpointsToClaim(): Promise<string[]> {
+    const ids: string[] = (await queryRows(this.ds, "SELECT id FROM webhook_endpoints ORDER BY id", [])).map((r: { id: string }) => r.id);
+    if (ids.length <= ENDPOINTS_PER_CLAIM) return ids;
+    const start = this.nextEndpoint % ids.length;
+    this.nextEndpoint = start + ENDPOINTS_PER_CLAIM;
+    return [...ids.slice(start), ...ids.slice(0, start)].slice(0, ENDPOINTS_PER_CLAIM);
+  }
+
   /**
    * Claims up to `limit` due deliveries, at most `perEndpoint(endpointId)` of each endpoint, none of
-   * `skipEndpoints` (those already busy here), oldest due first.
+   * `skipEndpoints` (those already busy here), oldest due first. Claimed per endpoint, in one query
+   * of each endpoint's due head (one range of the pending index each): a hanging endpoint's backlog
+   * is never read while it is busy, however long it grows.
    */
   async claim(limit: number, skipEndpoints: string[], perEndpoint: (endpointId: string) => number): Promise<ClaimedDelivery[]> {
     const now = Date.now();
-    const skip = skipEndpoints.length ? ` AND endpoint_id NOT IN (${skipEndpoints.map(() => "?").join(", ")})` : "";
-    const due: { id: string; endpoint_id: string }[] = await queryRows(
-      this.ds,
-      `SELECT id, endpoint_id FROM webhook_deliveries WHERE status = 'pending' AND next_attempt_at <= ?${skip} ORDER BY next_attempt_at LIMIT ${limit}`,
-      [now, ...skipEndpoints],
+    const skip = new Set(skipEndpoints);
+    const room = new Map<string, number>();
+    for (const id of await this.endpointsToClaim()) {
+      const n = Math.min(limit, perEndpoint(id));
+      if (!skip.has(id) && n > 0) room.set(id, n);
+    }
+    if (room.size === 0) return [];
+    const heads = [...room].map(
+      ([, n], i) => `SELECT * FROM (SELECT id, next_attempt_at FROM webhook_deliveries WHERE status = 'pending' AND endpoint_id = ? AND next_attempt_at <= ? ORDER BY next_attempt_at LIMIT ${n}) h${i}`,
     );
-    const taken = new Map<string, number>();
+    const due: { id: string; next_attempt_at: number }[] = await queryRows(this.ds, heads.join(" UNION ALL "), [...room.keys()].flatMap((id) => [id, now]));
     const ids = due
-      .filter((d) => {
-        const n = taken.get(d.endpoint_id) ?? 0;
-        if (n >= perEndpoint(d.endpoint_id)) return false;
-        taken.set(d.endpoint_id, n + 1);
-        return true;
-      })
+      .sort((a, b) => Number(a.next_attempt_at) - Number(b.next_attempt_at))
+      .slice(0, limit)
       .map((d) => d.id);
     if (ids.length === 0) return [];
     const token = randomToken(24);
