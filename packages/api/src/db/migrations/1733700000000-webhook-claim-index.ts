@@ -16,7 +16,7 @@ export class WebhookClaimIndex1733700000000 implements MigrationInterface {
   name = "WebhookClaimIndex1733700000000";
 
   async up(q: QueryRunner): Promise<void> {
-    await q.dropIndex("webhook_deliveries", OLD.name);
+    await q.dropIndex("webhook_deliveries", OLD);
     if (q.connection.options.type === "mysql") {
       await q.createIndex("webhook_deliveries", new TableIndex({ name: NAME, columnNames: ["status", "endpoint_id", "next_attempt_at"] }));
     } else {
