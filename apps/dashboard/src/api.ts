@@ -1,8 +1,8 @@
 // Types only: no server code reaches the bundle.
 import type { AppRouter } from "@cardctl/api";
-import { QueryCache, QueryClient, useQuery, useQueryClient } from "@tanstack/react-query";
+import { QueryCache, QueryClient, useInfiniteQuery, useQuery, useQueryClient } from "@tanstack/react-query";
 import { createTRPCClient, httpLink, TRPCClientError } from "@trpc/client";
-import { useEffect, useState } from "react";
+import { useEffect, useState, useSyncExternalStore } from "react";
 
 /** The signed-in owner, as GET /auth/session answers. */
 export interface Session {
@@ -15,6 +15,50 @@ export interface Session {
  * HttpOnly cookie, and no API key or other secret is ever stored by the dashboard.
  */
 let csrfToken = "";
+
+export type Mode = "test" | "live";
+const MODE_KEY = "cardctl.mode";
+const modeListeners = new Set<() => void>();
+
+/**
+ * Test or live data: the owner's choice, sent as the Cardctl-Mode header of every tRPC call (and as
+ * `?mode=` on the event stream). Remembered in sessionStorage (not a secret) so a reload keeps it;
+ * a new tab starts in test mode.
+ */
+let mode: Mode = (() => {
+  try {
+    return sessionStorage.getItem(MODE_KEY) === "live" ? "live" : "test";
+  } catch {
+    return "test";
+  }
+})();
+
+/** The mode the dashboard shows; re-renders when it changes. */
+export const useMode = () =>
+  useSyncExternalStore(
+    (onChange) => {
+      modeListeners.add(onChange);
+      return () => modeListeners.delete(onChange);
+    },
+    () => mode,
+  );
+
+/**
+ * Switches between test and live data. Every cached answer is of the other mode, so all of them
+ * (but the session) are reset: the pages show "Loading…" and fetch this mode's, never a mix.
+ */
+export function setMode(next: Mode) {
+  if (next === mode) return;
+  mode = next;
+  try {
+    if (next === "test") sessionStorage.removeItem(MODE_KEY);
+    else sessionStorage.setItem(MODE_KEY, next);
+  } catch {
+    // Storage refused (private mode): the choice lasts until the page is reloaded.
+  }
+  void queryClient.resetQueries({ predicate: (q) => q.queryKey[0] !== "session" });
+  for (const onChange of modeListeners) onChange();
+}
 
 /** The API's error, from either client: status, code and message of its envelope. */
 export class ApiError extends Error {
@@ -43,7 +87,7 @@ export const trpc = createTRPCClient<AppRouter>({
   links: [
     httpLink({
       url: "/trpc",
-      headers: () => ({ "x-csrf-token": csrfToken }),
+      headers: () => ({ "x-csrf-token": csrfToken, "cardctl-mode": mode }),
       fetch: (url, init) => fetch(url, { ...init, credentials: "same-origin" }),
     }),
   ],
@@ -77,6 +121,8 @@ export const acceptInvite = async (token: string, password: string) =>
 export async function signOut() {
   await auth("POST", "/sign-out");
   csrfToken = "";
+  // The next owner in this tab starts in test mode.
+  setMode("test");
   queryClient.clear();
   queryClient.setQueryData(["session"], null);
 }
@@ -120,7 +166,10 @@ const LISTS: Record<string, string> = {
   transaction: "transactions",
   policy: "policy",
   api_key: "api_keys",
+  webhook_endpoint: "webhook_endpoints",
 };
+/** What any event changes: the events list itself, the spend summary and chart, and webhook deliveries (one per endpoint taking it). */
+const EVERY_EVENT = ["events", "spend", "webhook_deliveries"];
 
 /**
  * The account's events, live (GET /v1/events/stream on the session cookie): a new request shows
@@ -129,19 +178,48 @@ const LISTS: Record<string, string> = {
  */
 export function useLiveEvents(): boolean {
   const client = useQueryClient();
+  const mode = useMode();
   const [live, setLive] = useState(false);
   useEffect(() => {
-    const stream = new EventSource("/v1/events/stream");
+    // The mode's events only: a new stream when it changes. EventSource cannot send headers.
+    setLive(false);
+    const stream = new EventSource(`/v1/events/stream?mode=${mode}`);
     stream.onopen = () => {
       setLive(true);
-      for (const list of Object.values(LISTS)) void client.invalidateQueries({ queryKey: [list] });
+      for (const list of [...Object.values(LISTS), ...EVERY_EVENT]) void client.invalidateQueries({ queryKey: [list] });
     };
     stream.onerror = () => setLive(false);
     stream.onmessage = (msg: MessageEvent<string>) => {
       const list = LISTS[((JSON.parse(msg.data) as { type?: string }).type ?? "").split(".")[0]!];
       if (list) void client.invalidateQueries({ queryKey: [list] });
+      for (const other of EVERY_EVENT) void client.invalidateQueries({ queryKey: [other] });
     };
     return () => stream.close();
-  }, [client]);
+  }, [client, mode]);
   return live;
 }
+
+/** The most a list call returns at once. */
+const PAGE_SIZE = 100;
+
+/**
+ * One of the API's lists (newest first, `has_more` and a `starting_after` cursor), loaded 100 at a
+ * time: `data` is every item loaded so far; `fetchNextPage` ("Load more") asks for the next 100.
+ * A refetch (an event, a reconnection) reloads as many pages as are shown. A failed "Load more"
+ * keeps the list on screen: its error is `nextPageError`, not `error`.
+ */
+export function useList<T extends { id: string }>(queryKey: readonly unknown[], fetchPage: (page: { limit: number; starting_after?: string }) => Promise<{ data: T[]; has_more: boolean }>) {
+  const q = useInfiniteQuery({
+    queryKey,
+    queryFn: ({ pageParam }) => fetchPage({ limit: PAGE_SIZE, ...(pageParam ? { starting_after: pageParam } : {}) }),
+    initialPageParam: "",
+    getNextPageParam: (last) => (last.has_more ? last.data.at(-1)?.id : undefined),
+    select: (d) => ({ data: d.pages.flatMap((p) => p.data), has_more: d.pages.at(-1)?.has_more ?? false }),
+  });
+  return {
+    ...q,
+    error: q.isFetchNextPageError ? null : q.error,
+    nextPageError: q.isFetchNextPageError ? q.error : null,
+  };
+}
+

@@ -1,13 +1,17 @@
 import { QueryClientProvider } from "@tanstack/react-query";
 import { StrictMode, useEffect, useState } from "react";
 import { createRoot } from "react-dom/client";
-import { queryClient, signOut, useLiveEvents, useSession, type Session } from "./api";
+import { queryClient, setMode, signOut, useLiveEvents, useMode, useSession, type Mode, type Session } from "./api";
 import { Cards } from "./pages/Cards";
+import { Events } from "./pages/Events";
 import { Inbox } from "./pages/Inbox";
 import { Invite } from "./pages/Invite";
 import { Keys } from "./pages/Keys";
 import { Policy } from "./pages/Policy";
-import { SignIn } from "./pages/SignIn";
+import { Setup } from "./pages/Setup";
+import { SignIn, signInPath } from "./pages/SignIn";
+import { Webhooks } from "./pages/Webhooks";
+import { Spend } from "./pages/Spend";
 import { navigate, onLinkClick, PAGES, usePath } from "./router";
 import { ErrorNote } from "./ui";
 import "./styles.css";
@@ -15,8 +19,12 @@ import "./styles.css";
 const NAV = [
   { path: PAGES.inbox, label: "Approvals", page: Inbox },
   { path: PAGES.cards, label: "Cards", page: Cards },
+  { path: PAGES.spend, label: "Spend", page: Spend },
   { path: PAGES.policy, label: "Policy", page: Policy },
   { path: PAGES.keys, label: "API keys", page: Keys },
+  { path: PAGES.webhooks, label: "Webhooks", page: Webhooks },
+  { path: PAGES.events, label: "Events", page: Events },
+  { path: PAGES.setup, label: "Setup", page: Setup },
 ];
 
 function App() {
@@ -25,8 +33,8 @@ function App() {
   const signedOut = session.data === null;
   const open = path === PAGES.invite || path === PAGES.signIn;
   useEffect(() => {
-    if (signedOut && !open) navigate(PAGES.signIn, { replace: true });
-  }, [signedOut, open]);
+    if (signedOut && !open) navigate(signInPath(path), { replace: true });
+  }, [signedOut, open, path]);
 
   if (path === PAGES.invite) return <Invite />;
   if (path === PAGES.signIn) return <SignIn />;
@@ -37,6 +45,7 @@ function App() {
 
 function SignedIn({ session, path }: { session: Session; path: string }) {
   const live = useLiveEvents();
+  const mode = useMode();
   const [error, setError] = useState<unknown>(null);
   const current = NAV.find((n) => n.path === path) ?? NAV[0]!;
   const Page = current.page;
@@ -50,14 +59,15 @@ function SignedIn({ session, path }: { session: Session; path: string }) {
     );
   return (
     <>
-      <header className="top">
+      <header className={`top ${mode}`}>
         <div className="who">
           <strong>cardctl</strong>
           <span>{session.owner.email}</span>
           <span className="muted">
-            {session.owner.account_id} · test mode · <span role="status">{live ? "live updates on" : "connecting…"}</span>
+            {session.owner.account_id} · <span role="status">{live ? "live updates on" : "connecting…"}</span>
           </span>
         </div>
+        <ModeSwitch mode={mode} />
         <button type="button" className="secondary" onClick={leave}>
           Sign out
         </button>
@@ -71,9 +81,25 @@ function SignedIn({ session, path }: { session: Session; path: string }) {
       </header>
       <main>
         <ErrorNote error={error} />
-        <Page />
+        {/* A new page per mode: nothing of the other mode's (a new key's secret, a filter) stays. */}
+        <Page key={mode} />
       </main>
     </>
+  );
+}
+
+/** Test or live data for every page (see setMode); live is marked in the header's colour too. */
+function ModeSwitch({ mode }: { mode: Mode }) {
+  return (
+    <fieldset className="mode">
+      <legend>Mode</legend>
+      {(["test", "live"] as const).map((m) => (
+        <label key={m}>
+          <input type="radio" name="mode" value={m} checked={mode === m} onChange={() => setMode(m)} />
+          {m === "test" ? "Test" : "Live"}
+        </label>
+      ))}
+    </fieldset>
   );
 }
 

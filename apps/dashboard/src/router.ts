@@ -1,7 +1,7 @@
 import { useSyncExternalStore, type MouseEvent } from "react";
 
 /** The dashboard's pages; the server answers index.html at each (apps/server/src/http/dashboard.ts). */
-export const PAGES = { inbox: "/", invite: "/invite", signIn: "/sign-in", cards: "/cards", policy: "/policy", keys: "/keys" } as const;
+export const PAGES = { inbox: "/", invite: "/invite", signIn: "/sign-in", cards: "/cards", policy: "/policy", keys: "/keys", webhooks: "/webhooks", spend: "/spend", events: "/events", setup: "/setup" } as const;
 
 const subscribe = (onChange: () => void) => {
   window.addEventListener("popstate", onChange);

@@ -1,4 +1,4 @@
-import type { ReactNode } from "react";
+import { useEffect, useRef, useState, type ReactNode } from "react";
 import { apiError } from "./api";
 
 /** A query's states in one place: loading, error (with the API's message), empty, or the content. */
@@ -16,3 +16,63 @@ export function Loaded<T>(p: {
 
 /** A failure, announced to screen readers. */
 export const ErrorNote = ({ error }: { error: unknown }) => (error ? <p role="alert" className="error">{apiError(error).message}</p> : null);
+
+/**
+ * A destructive action, asked twice: the first button (`label`: "Close card") opens an inline
+ * confirmation whose button names what it acts on (`confirm`: "Close card ending 4242"), beside
+ * Cancel. Focus moves to the confirming button, and back to the first one on Cancel or Escape.
+ */
+export function Confirm(p: { label: string; confirm: string; question: string; busy?: boolean; onConfirm: () => void }) {
+  const [asking, setAsking] = useState(false);
+  const first = useRef<HTMLButtonElement>(null);
+  const yes = useRef<HTMLButtonElement>(null);
+  const back = useRef(false);
+  useEffect(() => {
+    if (asking) yes.current?.focus();
+    else if (back.current) first.current?.focus();
+    back.current = false;
+  }, [asking]);
+  const cancel = () => {
+    back.current = true;
+    setAsking(false);
+  };
+  if (!asking)
+    return (
+      <button ref={first} type="button" className="danger" disabled={p.busy} onClick={() => setAsking(true)}>
+        {p.label}
+      </button>
+    );
+  return (
+    <div className="ask" role="group" aria-label={p.label} onKeyDown={(e) => e.key === "Escape" && cancel()}>
+      <p>{p.question}</p>
+      <div className="actions">
+        <button ref={yes} type="button" className="danger" disabled={p.busy} onClick={p.onConfirm}>
+          {p.confirm}
+        </button>
+        <button type="button" className="secondary" onClick={cancel}>
+          Cancel
+        </button>
+      </div>
+    </div>
+  );
+}
+
+/** A list's "Load more" (see useList): shown while the API has more; how many are shown, for everyone. */
+export function LoadMore(p: {
+  list: { hasNextPage: boolean; isFetchingNextPage: boolean; fetchNextPage: () => unknown; nextPageError: unknown; data?: { data: unknown[] } };
+  what: string;
+}) {
+  const shown = p.list.data?.data.length ?? 0;
+  if (!p.list.hasNextPage) return null;
+  return (
+    <div className="more">
+      <p className="muted">
+        Showing the newest {shown} {p.what}.
+      </p>
+      <ErrorNote error={p.list.nextPageError} />
+      <button type="button" className="secondary" disabled={p.list.isFetchingNextPage} onClick={() => void p.list.fetchNextPage()}>
+        Load more
+      </button>
+    </div>
+  );
+}

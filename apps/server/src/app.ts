@@ -110,13 +110,13 @@ export async function buildApp(config: Config, opts: AppOptions = {}) {
   registerIdempotency(app, services);
   registerNotFound(app);
   registerDocs(app, config.publicUrl);
-  registerSetup(app, services, config.publicUrl);
   registerSimulatedProcessor(app, processors.simulated);
   registerTransports(app, services);
   registerEventStream(app, services, config.eventStreamHeartbeatMs);
   registerMcp(app, config.publicUrl);
   registerOwnerSessions(app, services, config.publicUrl);
-  await registerDashboard(app);
+  const dashboardPage = await registerDashboard(app, { stripe: config.processor === "stripe" });
+  registerSetup(app, services, config.publicUrl, dashboardPage);
   await registerStripeWebhooks(app, services, config.stripeWebhookSecret);
   // Outgoing webhooks are delivered by every instance, from the database's queue (leased claims).
   const sender = new WebhookSender({ timeoutMs: config.webhookTimeoutMs, allowPrivate: config.webhookAllowPrivate });

@@ -9,6 +9,12 @@ export interface Config {
   processor: "simulated" | "stripe";
   stripeTestSecretKey: string | undefined;
   stripeLiveSecretKey: string | undefined;
+  /**
+   * Publishable keys (pk_test_… / pk_live_…) for Stripe.js in the dashboard: the Setup page's
+   * Payment Element and the Cards page's reveal (Issuing Elements). Public by design.
+   */
+  stripeTestPublishableKey: string | undefined;
+  stripeLivePublishableKey: string | undefined;
   stripeApiBase: string | undefined;
   stripeWebhookSecret: string | undefined;
   approvalTtlSeconds: number;
@@ -101,6 +107,16 @@ function int(env: NodeJS.ProcessEnv, name: string, fallback: number, min = 0, ma
   return n;
 }
 
+/** STRIPE_TEST_PUBLISHABLE_KEY / STRIPE_LIVE_PUBLISHABLE_KEY: unset, or a pk_test_… / pk_live_… key. */
+function publishableKey(env: NodeJS.ProcessEnv, mode: "test" | "live"): string | undefined {
+  const name = `STRIPE_${mode.toUpperCase()}_PUBLISHABLE_KEY`;
+  const raw = env[name];
+  if (!raw) return undefined;
+  if (!new RegExp(`^pk_${mode}_[A-Za-z0-9]+$`).test(raw))
+    throw new ConfigError(`${name} must be a Stripe publishable key starting with pk_${mode}_ (Stripe Dashboard → Developers → API keys), got '${raw.slice(0, 8)}…'`);
+  return raw;
+}
+
 /**
  * Reads and checks every setting; a bad one throws a ConfigError naming it. `isTTY` (stdout's)
  * picks the default LOG_FORMAT.
@@ -126,6 +142,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, isTTY: boolean 
     processor,
     stripeTestSecretKey: env.STRIPE_TEST_SECRET_KEY || undefined,
     stripeLiveSecretKey: env.STRIPE_LIVE_SECRET_KEY || undefined,
+    stripeTestPublishableKey: publishableKey(env, "test"),
+    stripeLivePublishableKey: publishableKey(env, "live"),
     stripeApiBase: env.STRIPE_API_BASE || undefined,
     stripeWebhookSecret: env.STRIPE_WEBHOOK_SECRET || undefined,
     approvalTtlSeconds: int(env, "APPROVAL_TTL_SECONDS", 86400, 1),

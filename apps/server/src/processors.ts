@@ -18,10 +18,19 @@ export function createProcessors(
   const stripe: Partial<Record<Mode, StripeProcessor>> = {};
   if (config.processor === "stripe") {
     const keys: Record<Mode, string | undefined> = { test: config.stripeTestSecretKey, live: config.stripeLiveSecretKey };
+    const publishableKeys: Record<Mode, string | undefined> = { test: config.stripeTestPublishableKey, live: config.stripeLivePublishableKey };
     for (const mode of ["test", "live"] as const) {
       const secretKey = keys[mode];
       if (secretKey)
-        stripe[mode] = new StripeProcessor({ mode, secretKey, apiBase: config.stripeApiBase, timeoutMs: config.processorTimeoutMs, ds, publicUrl: config.publicUrl });
+        stripe[mode] = new StripeProcessor({
+          mode,
+          secretKey,
+          publishableKey: publishableKeys[mode],
+          apiBase: config.stripeApiBase,
+          timeoutMs: config.processorTimeoutMs,
+          ds,
+          publicUrl: config.publicUrl,
+        });
     }
   }
   const resolve = (mode: Mode): Processor => {

@@ -147,7 +147,7 @@ describe.skipIf(!haveChromium)(`the dashboard in a browser (${dbKind})`, () => {
     await page.getByText("Nothing to approve").waitFor();
   });
 
-  it("cards: a status filter, a card's authorizations and transactions, and Close card", async () => {
+  it("cards: a status filter, a card's authorizations and transactions, and Close card after a confirmation", async () => {
     await page.getByRole("link", { name: "Cards" }).click();
     await page.getByRole("heading", { name: "Cards" }).waitFor();
     const used = page.getByRole("listitem", { name: `Card ending ${usedCard.last_four}` });
@@ -160,7 +160,27 @@ describe.skipIf(!haveChromium)(`the dashboard in a browser (${dbKind})`, () => {
     const open = page.getByRole("listitem", { name: `Card ending ${openCard.last_four}` });
     await open.getByRole("button", { name: "Details" }).click();
     await open.getByText("No authorizations.").waitFor();
-    await open.getByRole("button", { name: "Close card" }).click();
+    // The first click only asks, naming the card; the keyboard lands on the confirming button.
+    const confirmClose = open.getByRole("button", { name: `Close card ending ${openCard.last_four}`, exact: true });
+    await open.getByRole("button", { name: "Close card", exact: true }).click();
+    await confirmClose.waitFor();
+    await expect.poll(() => page.evaluate(() => document.activeElement?.textContent)).toBe(`Close card ending ${openCard.last_four}`);
+    await open.getByText(/Close the card ending \d{4}\?/).waitFor();
+    await shoot("cards-confirm-close");
+    // Cancel: nothing happened, and focus is back on Close card.
+    await open.getByRole("button", { name: "Cancel" }).click();
+    await confirmClose.waitFor({ state: "detached" });
+    await expect.poll(() => page.evaluate(() => document.activeElement?.textContent)).toBe("Close card");
+    expect((await api("GET", `/v1/cards/${openCard.id}`, fullKey)).body.status).toBe("OPEN");
+    expect(await open.getByText("OPEN", { exact: true }).count()).toBe(1);
+    // Escape cancels too; Enter on the focused confirming button closes the card.
+    await page.keyboard.press("Enter");
+    await confirmClose.waitFor();
+    await page.keyboard.press("Escape");
+    await confirmClose.waitFor({ state: "detached" });
+    expect((await api("GET", `/v1/cards/${openCard.id}`, fullKey)).body.status).toBe("OPEN");
+    await open.getByRole("button", { name: "Close card", exact: true }).click();
+    await page.keyboard.press("Enter");
     await open.getByText("CLOSED", { exact: true }).waitFor();
     expect((await api("GET", `/v1/cards/${openCard.id}`, fullKey)).body.status).toBe("CLOSED");
 
@@ -218,7 +238,18 @@ describe.skipIf(!haveChromium)(`the dashboard in a browser (${dbKind})`, () => {
     expect(await page.content()).not.toContain(secret);
     await shoot("keys");
 
-    await robot.getByRole("button", { name: "Revoke" }).click();
+    // Revoke asks first, naming the key; Cancel leaves it working.
+    await robot.getByRole("button", { name: "Revoke", exact: true }).click();
+    const confirmRevoke = robot.getByRole("button", { name: "Revoke key robot", exact: true });
+    await confirmRevoke.waitFor();
+    await expect.poll(() => page.evaluate(() => document.activeElement?.textContent)).toBe("Revoke key robot");
+    await robot.getByRole("button", { name: "Cancel" }).click();
+    await confirmRevoke.waitFor({ state: "detached" });
+    expect(await robot.getByText("active", { exact: true }).count()).toBe(1);
+    expect((await api("GET", "/v1/balance", secret)).status).toBe(200);
+
+    await robot.getByRole("button", { name: "Revoke", exact: true }).click();
+    await confirmRevoke.click();
     await robot.getByText("revoked", { exact: true }).waitFor();
     expectError(await api("GET", "/v1/balance", secret), 401, "unauthorized");
   });
@@ -268,6 +299,93 @@ describe.skipIf(!haveChromium)(`the dashboard in a browser (${dbKind})`, () => {
     expect((await api("GET", "/v1/api_keys/current", fullKey)).status).toBe(200);
   });
 
+  it("the Mode switch shows live data: live requests on the live stream, 503 for processor actions, the live policy alone changes", async () => {
+    const liveKey = await account.key("live", "full");
+    const problemsBefore = d.problems.length;
+    const needsApproval = { approval_required: true };
+    await api("POST", "/v1/cards", agentKey, { amount_cents: 700, agent_id: "tester", purpose: "Test-mode request", policy_override: needsApproval });
+    // A live card as Stripe would have made it (the simulated processor makes none): moved to live mode in the database.
+    const liveCard = (await api("POST", "/v1/cards", fullKey, { amount_cents: 1900, agent_id: "live-agent", purpose: "Live card" })).body;
+    await s.query("UPDATE cards SET mode = 'live' WHERE id = ?", [liveCard.id]);
+
+    await page.getByRole("link", { name: "Approvals" }).click();
+    await item("Test-mode request").waitFor();
+    const modes = page.getByRole("group", { name: "Mode" });
+    expect(await modes.getByRole("radio", { name: "Test" }).isChecked()).toBe(true);
+    await modes.getByRole("radio", { name: "Live" }).check();
+    await page.getByText("Nothing to approve").waitFor();
+    expect(await item("Test-mode request").count()).toBe(0);
+    await page.getByText("live updates on").waitFor();
+
+    // A live request shows without a reload: the stream now carries live events.
+    const asked = (await api("POST", "/v1/cards", liveKey, { amount_cents: 3300, agent_id: "live-agent", purpose: "Live request", policy_override: needsApproval })).body;
+    expect(asked.status).toBe("PENDING_APPROVAL");
+    await item("Live request").waitFor();
+    await shoot("live-mode");
+    await item("Live request").getByRole("button", { name: "Approve" }).click();
+    await expect.poll(() => item("Live request").getByRole("alert").textContent(), { timeout: 10_000 }).toMatch(/No card processor is configured for live mode/);
+    expect((await api("GET", "/v1/approvals?status=PENDING", liveKey)).body.data.map((a: any) => a.id)).toEqual([asked.approval_id]);
+    await item("Live request").getByRole("button", { name: "Reject" }).click();
+    await item("Live request").getByRole("button", { name: "Reject" }).click();
+    await item("Live request").waitFor({ state: "detached" });
+    expect((await api("GET", "/v1/approvals?status=REJECTED", liveKey)).body.data.map((a: any) => a.id)).toEqual([asked.approval_id]);
+
+    // Cards: the live card only; closing it needs the processor.
+    await page.getByRole("link", { name: "Cards" }).click();
+    const card = page.getByRole("listitem", { name: `Card ending ${liveCard.last_four}` });
+    await card.waitFor();
+    expect(await page.getByRole("listitem", { name: /^Card ending/ }).count()).toBe(1);
+    await card.getByRole("button", { name: "Details" }).click();
+    await card.getByRole("button", { name: "Close card", exact: true }).click();
+    await card.getByRole("button", { name: `Close card ending ${liveCard.last_four}` }).click();
+    await expect.poll(() => card.getByRole("alert").textContent(), { timeout: 10_000 }).toMatch(/No card processor is configured for live mode/);
+    expect((await api("GET", "/v1/cards?status=OPEN", liveKey)).body.data.map((c: any) => c.id)).toEqual([liveCard.id]);
+    // The browser logs both 503 answers (approve, close); expected here, so not problems.
+    expect(d.problems.slice(problemsBefore)).toEqual(Array(2).fill("Failed to load resource: the server responded with a status of 503 (Service Unavailable)"));
+    d.problems.splice(problemsBefore);
+
+    // Policy: the live one changes, the test one stays.
+    await page.getByRole("link", { name: "Policy" }).click();
+    await page.getByLabel("Maximum per card (USD)").fill("77");
+    await page.getByLabel("Require my approval for every card").check();
+    await page.getByRole("button", { name: "Save policy" }).click();
+    await page.getByText("Policy saved.").waitFor();
+    expect((await api("GET", "/v1/policies/default", liveKey)).body).toEqual({ approval_required: true, max_amount_cents: 7700 });
+    expect((await api("GET", "/v1/policies/default", fullKey)).body).toEqual({ approval_required: false, max_amount_cents: 12345 });
+
+    // New keys are of the mode shown.
+    await page.getByRole("link", { name: "API keys" }).click();
+    await page.getByRole("heading", { name: "New live-mode key" }).waitFor();
+    await page.getByLabel("Name").fill("live-robot");
+    await page.getByRole("button", { name: "Create key" }).click();
+    expect(await page.getByLabel("Secret of live-robot").inputValue()).toMatch(/^sk_live_/);
+    await page.getByRole("button", { name: "Done" }).click();
+
+    // A reload keeps live mode (sessionStorage: the mode, nothing secret).
+    await page.reload();
+    await page.getByRole("heading", { name: "New live-mode key" }).waitFor();
+    expect(await modes.getByRole("radio", { name: "Live" }).isChecked()).toBe(true);
+    expect(await page.evaluate(() => JSON.stringify({ ...sessionStorage }))).toBe('{"cardctl.mode":"live"}');
+    await page.getByRole("link", { name: "Policy" }).click();
+    expect(await page.getByLabel("Maximum per card (USD)").inputValue()).toBe("77.00");
+    await modes.getByRole("radio", { name: "Test" }).check();
+    await expect.poll(() => page.getByLabel("Maximum per card (USD)").inputValue(), { timeout: 10_000 }).toBe("123.45");
+    expect(await page.getByLabel("Require my approval for every card").isChecked()).toBe(false);
+    expect(await page.evaluate(() => sessionStorage.length)).toBe(0);
+    await page.getByRole("link", { name: "Approvals" }).click();
+    await item("Test-mode request").waitFor();
+  });
+
+  it("the event stream takes ?mode= on the owner's session only, as test or live", async () => {
+    const cookie = (await d.context.cookies()).find((c) => c.name === "cardctl_session")!;
+    const headers = { cookie: `cardctl_session=${cookie.value}` };
+    expectError(await s.request("GET", "/v1/events/stream?mode=bogus", { key: null, headers }), 400, "validation_error");
+    expectError(await s.request("GET", "/v1/events/stream?mode=live&mode=test", { key: null, headers }), 400, "validation_error");
+    // An API key's events are of its own mode.
+    const err = expectError(await s.request("GET", "/v1/events/stream?mode=live", { key: fullKey }), 400, "validation_error");
+    expect(err.message).toMatch(/test-mode key/);
+  });
+
   it("sign out ends the session and leads to sign-in; signing in again works", async () => {
     const before = (await d.context.cookies()).find((c) => c.name === "cardctl_session")!;
     await page.getByRole("button", { name: "Sign out" }).click();
@@ -285,6 +403,99 @@ describe.skipIf(!haveChromium)(`the dashboard in a browser (${dbKind})`, () => {
     await page.getByLabel("Password").fill(PASSWORD);
     await page.getByRole("button", { name: "Sign in" }).click();
     await page.getByRole("heading", { name: "Approvals" }).waitFor();
+  });
+
+  it("loaded nothing the CSP blocked and threw no error", () => {
+    expect(d.problems).toEqual([]);
+  });
+});
+
+describe.skipIf(!haveChromium)(`the dashboard's lists past one page of 100 (${dbKind})`, () => {
+  let s: TestServer;
+  let d: Dashboard;
+  let page: Dashboard["page"];
+  let account: Awaited<ReturnType<TestServer["newAccount"]>>;
+  let agentKey: string;
+  let fullKey: string;
+  const shoot = (name: string) => d.shoot(name);
+  const api = (method: string, path: string, key: string, body?: unknown) => s.request(method, path, { key, body });
+  /** Runs `make(i)` for i in 0..n-1, ten at a time, in order of i within each ten. */
+  const many = async (n: number, make: (i: number) => Promise<unknown>) => {
+    for (let i = 0; i < n; i += 10) await Promise.all(Array.from({ length: Math.min(10, n - i) }, (_, j) => make(i + j)));
+  };
+  /** The numbers in "#12"-style texts of the list items, in page order. */
+  const numbers = async (items: ReturnType<Dashboard["page"]["getByRole"]>) => (await items.allInnerTexts()).map((t) => Number(/#(\d+)/.exec(t)?.[1] ?? -1));
+
+  beforeAll(async () => {
+    s = await ownServer();
+    account = await s.newAccount({ name: "Busy Inc" });
+    agentKey = await account.key("test", "agent");
+    fullKey = await account.key("test", "full");
+    // One at a time where the order is checked (newest first), the rest ten at a time.
+    for (let i = 0; i < 105; i++) expect((await api("POST", "/v1/cards", agentKey, { amount_cents: 100 + i, agent_id: "bulk", purpose: `Card #${i}` })).status).toBe(201);
+    await many(101, (i) => api("POST", "/v1/cards", fullKey, { amount_cents: 100, agent_id: "asker", purpose: `Request #${i}`, policy_override: { approval_required: true } }));
+    await many(101, (i) => s.admin("POST", `/accounts/${account.id}/keys`, { mode: "test", role: "agent", name: `bulk #${i}` }));
+    d = await openDashboard(s);
+    page = d.page;
+    await d.signInByInvite(account.id, "busy@dashboard.example");
+  }, 120_000);
+  afterAll(async () => {
+    await d?.close();
+    await s?.close();
+  });
+
+  it("Cards: the newest 100, then Load more for the rest, newest first; a new card keeps every page shown", async () => {
+    await page.getByRole("link", { name: "Cards" }).click();
+    const cards = page.getByRole("listitem", { name: /^Card ending/ });
+    await page.getByText("Showing the newest 100 cards.").waitFor();
+    expect(await cards.count()).toBe(100);
+    expect(await numbers(cards)).toEqual(Array.from({ length: 100 }, (_, i) => 104 - i));
+    await shoot("cards-load-more");
+    await page.getByRole("button", { name: "Load more" }).click();
+    await cards.filter({ hasText: "Card #0" }).waitFor();
+    await expect.poll(() => cards.count(), { timeout: 10_000 }).toBe(105);
+    expect(await numbers(cards)).toEqual(Array.from({ length: 105 }, (_, i) => 104 - i));
+    expect(await page.getByRole("button", { name: "Load more" }).count()).toBe(0);
+
+    // A new card arrives by the event stream: both pages are reloaded, nothing lost or doubled.
+    await api("POST", "/v1/cards", agentKey, { amount_cents: 999, agent_id: "bulk", purpose: "Card #105" });
+    await cards.filter({ hasText: "Card #105" }).waitFor();
+    await expect.poll(() => cards.count(), { timeout: 10_000 }).toBe(106);
+    expect(await numbers(cards)).toEqual(Array.from({ length: 106 }, (_, i) => 105 - i));
+  });
+
+  it("Approvals: 101 waiting requests, the oldest behind Load more, and approved from there", async () => {
+    await page.getByRole("link", { name: "Approvals" }).click();
+    const requests = page.getByRole("listitem", { name: /^Request of/ });
+    await page.getByText("Showing the newest 100 requests.").waitFor();
+    expect(await requests.count()).toBe(100);
+    expect((await numbers(requests)).includes(0)).toBe(false);
+    await page.getByRole("button", { name: "Load more" }).click();
+    await requests.filter({ hasText: "Request #0" }).waitFor();
+    await expect.poll(() => requests.count(), { timeout: 10_000 }).toBe(101);
+    expect(new Set(await numbers(requests)).size).toBe(101);
+    const oldest = requests.filter({ hasText: "Request #0" });
+    await oldest.getByRole("button", { name: "Approve" }).click();
+    await oldest.waitFor({ state: "detached" });
+    await expect.poll(() => requests.count(), { timeout: 10_000 }).toBe(100);
+    expect((await numbers(requests)).includes(0)).toBe(false);
+    expect(await page.getByRole("button", { name: "Load more" }).count()).toBe(0);
+    const approved = (await api("GET", "/v1/approvals?status=APPROVED", fullKey)).body.data;
+    expect(approved).toHaveLength(1);
+    expect(approved[0].purpose).toBe("Request #0");
+  });
+
+  it("API keys: 103 keys, 100 and then Load more", async () => {
+    await page.getByRole("link", { name: "API keys" }).click();
+    const keys = page.getByRole("listitem", { name: /^Key / });
+    await page.getByText("Showing the newest 100 keys.").waitFor();
+    expect(await keys.count()).toBe(100);
+    await page.getByRole("button", { name: "Load more" }).click();
+    await expect.poll(() => keys.count(), { timeout: 10_000 }).toBe(103);
+    const names = await keys.evaluateAll((items) => items.map((li) => li.getAttribute("aria-label")));
+    expect(new Set(names).size).toBe(103);
+    expect(names.filter((n) => n?.startsWith("Key bulk #")).length).toBe(101);
+    expect(await page.getByRole("button", { name: "Load more" }).count()).toBe(0);
   });
 
   it("loaded nothing the CSP blocked and threw no error", () => {

@@ -71,6 +71,7 @@ export type FakeCardholder = Typed<
 export type FakeCustomer = Typed<Stripe.Customer, "id" | "object" | "metadata" | "livemode">;
 export type FakePaymentMethod = Typed<Stripe.PaymentMethod, "id" | "object" | "type" | "customer" | "livemode">;
 export type FakeEphemeralKey = Stripe.EphemeralKey;
+export type FakeSetupIntent = Typed<Stripe.SetupIntent, "id" | "object" | "client_secret" | "customer" | "payment_method" | "status" | "usage" | "metadata" | "livemode">;
 export type FakeRefund = Typed<Stripe.Refund, "id" | "object" | "amount" | "currency" | "payment_intent" | "status">;
 
 /** Stripe's minimum charge in USD; it applies to creating a PaymentIntent and to what a capture takes. */
@@ -103,6 +104,7 @@ export class FakeStripe {
   /** Each card's number (Luhn-valid, ending in its last4) and CVC: only an ephemeral key's expanded read shows them. */
   readonly cardSecrets = new Map<string, { number: string; cvc: string }>();
   readonly refunds = new Map<string, FakeRefund>();
+  readonly setupIntents = new Map<string, FakeSetupIntent>();
   /** Stripe's verdict on every cardholder made from now on (setCardholderState), e.g. under review at once. */
   newCardholderState: Parameters<FakeStripe["setCardholderState"]>[1] | null = null;
   private readonly idempotency = new Map<string, { route: string; params: string; status: number; body: unknown }>();
@@ -414,6 +416,41 @@ export class FakeStripe {
       },
       {
         method: "POST",
+        pattern: /^\/v1\/setup_intents$/,
+        name: "setup_intents.create",
+        handle: (_m, r) => {
+          const p = r.params;
+          if (p.customer && !this.customers.has(p.customer)) return missing("customer", p.customer);
+          const id = rid("seti");
+          const si: FakeSetupIntent = {
+            id,
+            object: "setup_intent",
+            client_secret: `${id}_secret_${base62(24)}`,
+            customer: p.customer ?? null,
+            payment_method: null,
+            status: "requires_payment_method",
+            usage: p.usage ?? "off_session",
+            metadata: meta(p),
+            livemode,
+            payment_method_types: Object.entries(p)
+              .filter(([k]) => /^allowed_payment_method_types\[\d+\]$/.test(k))
+              .map(([, v]) => v),
+          };
+          this.setupIntents.set(id, si);
+          return ok(si);
+        },
+      },
+      {
+        method: "GET",
+        pattern: /^\/v1\/setup_intents\/([^/]+)$/,
+        name: "setup_intents.retrieve",
+        handle: (m) => {
+          const si = this.setupIntents.get(m[1]!);
+          return si ? ok(si) : missing("setup_intent", m[1]!);
+        },
+      },
+      {
+        method: "POST",
         pattern: /^\/v1\/ephemeral_keys$/,
         name: "ephemeral_keys.create",
         handle: (_m, r) => {
@@ -496,6 +533,26 @@ export class FakeStripe {
     const secrets = this.cardSecrets.get(m[1]!);
     if (!card || !secrets) return denied;
     return [200, { ...card, ...(expand.includes("number") ? { number: secrets.number } : {}), ...(expand.includes("cvc") ? { cvc: secrets.cvc } : {}) }];
+  }
+
+  /**
+   * What Stripe.js does when the owner submits the Payment Element (stripe.confirmSetup): the card
+   * (a test token such as pm_card_visa) becomes a PaymentMethod attached to the intent's Customer,
+   * and the intent succeeds. `fail`: the card is declined and the intent asks for another.
+   */
+  confirmSetupIntent(id: string, source = "pm_card_visa", o: { fail?: boolean } = {}): FakeSetupIntent {
+    const si = this.setupIntents.get(id);
+    if (!si) throw new Error(`no fake SetupIntent ${id}`);
+    if (o.fail) {
+      si.status = "requires_payment_method";
+      return si;
+    }
+    const customer = typeof si.customer === "string" ? si.customer : null;
+    const pm = { id: rid("pm"), object: "payment_method" as const, type: "card", customer, livemode: si.livemode, source };
+    this.paymentMethods.set(pm.id, pm);
+    si.payment_method = pm.id;
+    si.status = "succeeded";
+    return si;
   }
 
   /** Makes an ephemeral key (by its secret) expire now. */

@@ -1,7 +1,8 @@
 /**
- * GET /setup, where a 403 setup_required's `setup_url` points (issue 14, point 2): it says what the
- * account needs (kyb, a payment method, the Stripe cardholder) and how the operator does each,
- * through the operator API and the cardctl CLI. HTML for a browser, JSON for Accept: application/json.
+ * GET /setup, where a 403 setup_required's `setup_url` points (issue 14, point 2; issue 17): a
+ * browser gets the dashboard's Setup page (test/dashboard-setup.test.ts drives it); a client asking
+ * for JSON (Accept: application/json) gets what the account needs (kyb, a payment method, the Stripe cardholder) and
+ * how the operator does each, through the operator API and the cardctl CLI.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startServer, type TestServer } from "./harness.js";
@@ -13,7 +14,7 @@ beforeAll(async () => {
 afterAll(() => s.close());
 
 describe("the setup page", () => {
-  it("is where a 403 setup_required's setup_url leads, and lists every step with its operator endpoint and CLI command", async () => {
+  it("is where a 403 setup_required's setup_url leads: the dashboard's page for a browser, the steps as JSON for Accept: application/json", async () => {
     const account = await s.newAccount({ kyb: false, paymentMethod: null, cardholder: null });
     const denied = await s.request("POST", "/v1/cards", {
       key: await account.key(),
@@ -25,27 +26,36 @@ describe("the setup page", () => {
     const setupUrl = new URL(denied.body.error.details.setup_url as string);
     expect(setupUrl.pathname).toBe("/setup");
 
-    const page = await fetch(s.url + setupUrl.pathname, { headers: { accept: "text/html,application/xhtml+xml,*/*;q=0.8" } });
-    expect(page.status).toBe(200);
-    expect(page.headers.get("content-type")).toMatch(/^text\/html/);
-    const html = await page.text();
-    for (const text of [
-      "Finish account setup",
-      "setup_required",
-      "Business verification (KYB)",
-      "Payment method saved",
-      "Cardholder on Stripe",
-      "/admin/v1/accounts/ACCOUNT_ID/kyb",
-      "/admin/v1/accounts/ACCOUNT_ID/payment_method",
-      "/admin/v1/accounts/ACCOUNT_ID/cardholder",
-      "accounts verify-kyb ACCOUNT_ID",
-      "accounts set-payment-method ACCOUNT_ID pm_card_visa",
-      "accounts set-cardholder ACCOUNT_ID --type company",
-      "CARDCTL_ADMIN_TOKEN",
-      "cardctl accounts get ACCOUNT_ID",
-      '"setup_complete": true',
-    ])
-      expect(html).toContain(text);
+    // A browser (and any client not asking for JSON): the dashboard (its Setup page signs the owner in first), with its headers.
+    for (const accept of ["text/html,application/xhtml+xml,*/*;q=0.8", "*/*", "text/html, application/json"]) {
+      const page = await fetch(s.url + setupUrl.pathname, { headers: { accept } });
+      expect(page.status).toBe(200);
+      expect(page.headers.get("content-type"), accept).toBe("text/html; charset=utf-8");
+      expect(page.headers.get("content-security-policy")).toMatch(/^default-src 'self'; script-src 'self'/);
+      expect(page.headers.get("cache-control")).toBe("no-cache");
+      expect(page.headers.get("vary")).toMatch(/Accept/);
+      expect(await page.text()).toContain('<div id="root">');
+    }
+
+    // Accept: application/json (curl -H, agents): the steps.
+    for (const accept of ["application/json", "application/json, */*;q=0.5"]) {
+      const res = await fetch(s.url + setupUrl.pathname, { headers: { accept } });
+      expect(res.headers.get("content-type"), accept).toMatch(/^application\/json/);
+      const body = await res.json();
+      expect(body.title).toBe("Finish account setup");
+      expect(body.who).toContain("CARDCTL_ADMIN_TOKEN");
+      expect(body.dashboard).toEqual({ url: "http://cardctl.test/setup", what: expect.stringContaining("owner signs in") });
+      expect(body.check).toEqual({
+        operator: { method: "GET", path: "/admin/v1/accounts/{id}", cli: "cardctl accounts get ACCOUNT_ID" },
+        api_key: { method: "GET", path: "/v1/balance", field: "setup_complete" },
+      });
+      expect(body.steps.map((st: { cli: string }) => st.cli)).toEqual([
+        "cardctl accounts verify-kyb ACCOUNT_ID",
+        "cardctl accounts set-payment-method ACCOUNT_ID pm_card_visa",
+        expect.stringMatching(/^cardctl accounts set-cardholder ACCOUNT_ID --type company /),
+      ]);
+    }
+
     // The example bodies are what the operator API accepts: running them completes the set-up.
     const { body: steps } = await s.request("GET", "/setup", { key: null, headers: { accept: "application/json" } });
     for (const step of steps.steps as Array<{ id: string; api: { path: string; body: unknown } }>) {

@@ -349,6 +349,8 @@ export const acceptInviteInput = z.strictObject({ token: z.string().regex(/^inv_
 /** The dashboard's API keys page: a key of the session's mode, made by the owner. */
 export const ownerCreateKeyInput = z.strictObject({ role, name: z.string().trim().min(1).max(200).optional() });
 export const keyIdInput = z.strictObject({ id: id("key_") });
+/** The dashboard's API keys page: the account's keys of both modes, a page at a time (no input: the first 20). */
+export const listOwnerKeysInput = z.object({ ...page }).optional();
 export const ownerSession = z.object({
   owner: z.object({ id: z.string(), email: z.string(), account_id: z.string(), session_expires_at: timestamp }),
   csrf_token: z.string().describe("Send as the X-CSRF-Token header with every state-changing request of this session"),

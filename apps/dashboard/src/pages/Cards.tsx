@@ -1,8 +1,9 @@
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useState } from "react";
-import { trpc } from "../api";
+import { trpc, useList } from "../api";
 import { dollars, when } from "../format";
-import { ErrorNote, Loaded } from "../ui";
+import { Confirm, ErrorNote, Loaded, LoadMore } from "../ui";
+import { Reveal } from "./Reveal";
 
 type Card = Awaited<ReturnType<typeof trpc.cards.list.query>>["data"][number];
 const STATUSES = ["OPEN", "USED", "CLOSED"] as const;
@@ -12,10 +13,7 @@ type Status = (typeof STATUSES)[number];
 export function Cards() {
   const [status, setStatus] = useState<Status | "">("");
   const [openId, setOpenId] = useState<string | null>(null);
-  const cards = useQuery({
-    queryKey: ["cards", status],
-    queryFn: () => trpc.cards.list.query({ limit: 100, ...(status ? { status } : {}) }),
-  });
+  const cards = useList(["cards", status], (page) => trpc.cards.list.query({ ...page, ...(status ? { status } : {}) }));
   return (
     <section aria-labelledby="cards-title">
       <h1 id="cards-title">Cards</h1>
@@ -55,7 +53,7 @@ export function Cards() {
           </ul>
         )}
       </Loaded>
-      {cards.data?.has_more && <p className="muted">Showing the newest 100 cards.</p>}
+      <LoadMore list={cards} what="cards" />
     </section>
   );
 }
@@ -73,12 +71,17 @@ function CardDetail({ card }: { card: Card }) {
       <p className="muted">
         {card.id} · expires {when(card.expires_at)}
       </p>
+      {card.status === "OPEN" && <Reveal card={card} />}
       {card.status === "OPEN" && (
         <>
           <ErrorNote error={close.error} />
-          <button type="button" className="danger" disabled={close.isPending} onClick={() => close.mutate()}>
-            Close card
-          </button>
+          <Confirm
+            label="Close card"
+            confirm={`Close card ending ${card.last_four}`}
+            question={`Close the card ending ${card.last_four}? It stops working at once and its ${dollars(card.remaining_cents)} hold is released.`}
+            busy={close.isPending}
+            onConfirm={() => close.mutate()}
+          />
         </>
       )}
       <h2>Authorizations</h2>

@@ -1,14 +1,14 @@
-import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
+import { useMutation, useQueryClient } from "@tanstack/react-query";
 import { useState, type FormEvent } from "react";
-import { trpc } from "../api";
+import { trpc, useList } from "../api";
 import { dollars, when } from "../format";
-import { ErrorNote, Loaded } from "../ui";
+import { ErrorNote, Loaded, LoadMore } from "../ui";
 
 type Approval = Awaited<ReturnType<typeof trpc.approvals.list.query>>["data"][number];
 
 /** The home page: requests awaiting the owner's decision, live (see useLiveEvents). */
 export function Inbox() {
-  const pending = useQuery({ queryKey: ["approvals", "PENDING"], queryFn: () => trpc.approvals.list.query({ status: "PENDING", limit: 100 }) });
+  const pending = useList(["approvals", "PENDING"], (page) => trpc.approvals.list.query({ status: "PENDING", ...page }));
   return (
     <section aria-labelledby="inbox-title">
       <h1 id="inbox-title">Approvals</h1>
@@ -22,6 +22,7 @@ export function Inbox() {
           </ul>
         )}
       </Loaded>
+      <LoadMore list={pending} what="requests" />
     </section>
   );
 }

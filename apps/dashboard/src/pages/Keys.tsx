@@ -1,8 +1,8 @@
-import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
+import { useMutation, useQueryClient } from "@tanstack/react-query";
 import { useState, type FormEvent } from "react";
-import { trpc } from "../api";
+import { trpc, useList, useMode } from "../api";
 import { when } from "../format";
-import { ErrorNote, Loaded } from "../ui";
+import { Confirm, ErrorNote, Loaded, LoadMore } from "../ui";
 
 type Role = "full" | "agent";
 type Created = Awaited<ReturnType<typeof trpc.apiKeys.create.mutate>>;
@@ -10,7 +10,8 @@ type Created = Awaited<ReturnType<typeof trpc.apiKeys.create.mutate>>;
 /** The account's API keys: create one (its secret shown once, never stored here), list, revoke. */
 export function Keys() {
   const client = useQueryClient();
-  const keys = useQuery({ queryKey: ["api_keys"], queryFn: () => trpc.apiKeys.list.query() });
+  const keys = useList(["api_keys"], (page) => trpc.apiKeys.list.query(page));
+  const mode = useMode();
   const [name, setName] = useState("");
   const [role, setRole] = useState<Role>("agent");
   // The new key's secret lives in this component's state only, until "Done" or leaving the page.
@@ -36,7 +37,7 @@ export function Keys() {
     <section aria-labelledby="keys-title">
       <h1 id="keys-title">API keys</h1>
       <form onSubmit={submit} className="card-form">
-        <h2>New test-mode key</h2>
+        <h2>New {mode}-mode key</h2>
         <label>
           Name
           <input value={name} maxLength={200} placeholder="shopping-agent" onChange={(e) => setName(e.target.value)} />
@@ -76,15 +77,20 @@ export function Keys() {
                   {key.revoked_at ? ` · revoked ${when(key.revoked_at)}` : ""}
                 </p>
                 {!key.revoked_at && (
-                  <button type="button" className="danger" disabled={revoke.isPending} onClick={() => revoke.mutate(key.id)}>
-                    Revoke
-                  </button>
+                  <Confirm
+                    label="Revoke"
+                    confirm={`Revoke key ${key.name ?? `${key.prefix}…${key.last4}`}`}
+                    question={`Revoke the key ${key.name ?? `${key.prefix}…${key.last4}`}? Every request with it is refused from now on; this cannot be undone.`}
+                    busy={revoke.isPending}
+                    onConfirm={() => revoke.mutate(key.id)}
+                  />
                 )}
               </li>
             ))}
           </ul>
         )}
       </Loaded>
+      <LoadMore list={keys} what="keys" />
     </section>
   );
 }

@@ -3,6 +3,24 @@ import { signIn } from "../api";
 import { navigate, PAGES } from "../router";
 import { ErrorNote } from "../ui";
 
+/**
+ * Pages a signed-out visitor comes back to once signed in: Setup, where the API's `setup_url`
+ * (in every 403 setup_required) leads. Others start at the approvals inbox.
+ */
+const RETURN_TO: readonly string[] = [PAGES.setup];
+
+/** Where a signed-out visitor of `path` is sent: sign-in, with the way back when `path` is one to return to. */
+export const signInPath = (path: string) =>
+  RETURN_TO.includes(path) ? `${PAGES.signIn}?next=${encodeURIComponent(path + window.location.search)}` : PAGES.signIn;
+
+/** The page to open after signing in: `?next=` when it is one to return to (on this site), else the inbox. */
+function afterSignIn(): string {
+  const next = new URLSearchParams(window.location.search).get("next");
+  if (!next) return PAGES.inbox;
+  const url = new URL(next, window.location.origin);
+  return url.origin === window.location.origin && RETURN_TO.includes(url.pathname) ? url.pathname + url.search : PAGES.inbox;
+}
+
 /** /sign-in: email and password of an owner who accepted an invite. */
 export function SignIn() {
   const [email, setEmail] = useState("");
@@ -16,7 +34,7 @@ export function SignIn() {
     setError(null);
     try {
       await signIn(email, password);
-      navigate(PAGES.inbox, { replace: true });
+      navigate(afterSignIn(), { replace: true });
     } catch (err) {
       setError(err);
       setBusy(false);

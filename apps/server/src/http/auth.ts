@@ -45,7 +45,10 @@ export function registerAuth(app: FastifyInstance, services: Services, adminToke
       if (!owner) req.authError = signedOut();
       else {
         req.authError = csrfError(req, dashboardOrigin, owner);
-        const mode = req.headers["cardctl-mode"] === "live" ? "live" : "test";
+        // The mode the dashboard shows: the Cardctl-Mode header, or on the event stream `?mode=`
+        // (EventSource cannot send headers; the stream checks the value).
+        const asked = EVENT_STREAM.test(url) ? (req.query as { mode?: unknown }).mode : undefined;
+        const mode = (asked ?? req.headers["cardctl-mode"]) === "live" ? "live" : "test";
         req.principal = { keyId: owner.ownerId, ownerId: owner.ownerId, accountId: owner.accountId, mode, role: "full" };
       }
       return;

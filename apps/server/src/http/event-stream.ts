@@ -19,8 +19,22 @@ function parseTypes(raw: unknown): schemas.EventType[] {
 }
 
 /**
+ * `?mode=test|live`: the owner's session chooses its mode this way (auth.ts), as EventSource
+ * cannot send the Cardctl-Mode header; an API key's mode is its own, so another one is refused.
+ */
+function checkMode(raw: unknown, mode: string) {
+  if (raw === undefined) return;
+  if (raw !== "test" && raw !== "live")
+    throw new AppError(400, "validation_error", "Invalid request: mode must be test or live.", { issues: [{ path: "mode", message: "must be test or live" }] });
+  if (raw !== mode)
+    throw new AppError(400, "validation_error", `Invalid request: this API key is a ${mode}-mode key, and its events are of ${mode} mode only.`, {
+      issues: [{ path: "mode", message: `must be ${mode} (the API key's mode) or absent` }],
+    });
+}
+
+/**
  * GET /v1/events/stream: the account's new events (of the key's mode) as Server-Sent Events, one
- * `id: evt_…` / `data: <event JSON>` message each; `?types=` filters, `Last-Event-ID` resumes
+ * `id: evt_…` / `data: <event JSON>` message each; `?types=` filters, `?mode=` picks the mode of an owner's session, `Last-Event-ID` resumes
  * after that event. Read from the outbox (EventFeed), so events written by any instance arrive.
  * Comment lines every `heartbeatMs` keep idle proxies from closing it. A request timeout never
  * ends it (Node's requestTimeout covers receiving the request only); the client's disconnect and
@@ -36,7 +50,9 @@ export function registerEventStream(app: FastifyInstance, services: Services, he
   // No HEAD twin: it would open a stream with no body to carry it.
   app.get("/v1/events/stream", { exposeHeadRoute: false }, async (req, reply) => {
     const principal = req.principal!; // the auth step answered 401 already
-    const types = parseTypes((req.query as { types?: unknown }).types);
+    const query = req.query as { types?: unknown; mode?: unknown };
+    checkMode(query.mode, principal.mode);
+    const types = parseTypes(query.types);
     const lastEventId = req.headers["last-event-id"];
     const feed = await services.events.feed(principal, { lastEventId: typeof lastEventId === "string" && lastEventId ? lastEventId : undefined, types });
 

@@ -1,6 +1,7 @@
-import { IsNull } from "typeorm";
+import { IsNull, LessThan, type FindOptionsWhere } from "typeorm";
 import { AccountEntity, ApiKeyEntity, PolicyEntity, type Account, type ApiKey, type Mode, type Role } from "../db/entities.js";
-import { notFound, unauthorized } from "./errors.js";
+import { AppError, notFound, unauthorized } from "./errors.js";
+import type { Page, PageQuery } from "./paging.js";
 import type { Deps, Principal } from "./deps.js";
 import { isoTime, newId, randomToken } from "./ids.js";
 import { DEFAULT_POLICY } from "./policy.js";
@@ -241,6 +242,30 @@ export class AccountService {
   async listKeys(accountId: string): Promise<ApiKey[]> {
     await this.get(accountId);
     return this.keys.find({ where: { account_id: accountId }, order: { created_at: "DESC" } });
+  }
+
+  /**
+   * A page of the account's keys of both modes, newest first (the owner's dashboard). Keys have no
+   * sequence number: the order is (created_at, id), so keys made in the same millisecond page
+   * without gaps or repeats.
+   */
+  async pageKeys(accountId: string, page: PageQuery): Promise<Page<ApiKey>> {
+    await this.get(accountId);
+    const mine = { account_id: accountId };
+    let where: FindOptionsWhere<ApiKey> | FindOptionsWhere<ApiKey>[] = mine;
+    if (page.startingAfter) {
+      const cursor = await this.keys.findOneBy({ ...mine, id: page.startingAfter });
+      if (!cursor)
+        throw new AppError(400, "validation_error", "starting_after does not name an item of this list.", {
+          issues: [{ path: "starting_after", message: "Unknown id for this list" }],
+        });
+      where = [
+        { ...mine, created_at: LessThan(cursor.created_at) },
+        { ...mine, created_at: cursor.created_at, id: LessThan(cursor.id) },
+      ];
+    }
+    const rows = await this.keys.find({ where, order: { created_at: "DESC", id: "DESC" }, take: page.limit + 1 });
+    return { data: rows.slice(0, page.limit), has_more: rows.length > page.limit };
   }
 
   /** `accountId`: only a key of this account (an owner's request); any key for the operator. */

@@ -10,6 +10,8 @@ import { Maintenance } from "./maintenance.js";
 import { PaymentQueue } from "./payments.js";
 import { OwnerService } from "./owners.js";
 import { PolicyService } from "./policies.js";
+import { SetupService } from "./setup.js";
+import { SpendService } from "./spend.js";
 import { WebhookDeliveryQueue } from "./webhook-deliveries.js";
 import { WebhookEndpointService } from "./webhook-endpoints.js";
 
@@ -29,5 +31,7 @@ export function createServices(deps: Deps) {
   const maintenance = new Maintenance(accounts, approvals, cards, issuer, idempotency, lifecycle, payments, events);
   const webhookEndpoints = new WebhookEndpointService(deps);
   const webhookDeliveries = new WebhookDeliveryQueue(deps);
-  return { deps, accounts, owners, policies, approvals, cards, lifecycle, payments, idempotency, events, maintenance, webhookEndpoints, webhookDeliveries };
+  const spend = new SpendService(deps);
+  const setup = new SetupService(deps, accounts);
+  return { deps, accounts, setup, owners, policies, approvals, cards, lifecycle, payments, idempotency, events, maintenance, webhookEndpoints, webhookDeliveries, spend };
 }

@@ -6,7 +6,20 @@ import type { Mode } from "../db/entities.js";
 import type { CardholderDetails } from "../domain/accounts.js";
 import { randomToken } from "../domain/ids.js";
 import { sha256 } from "../domain/secrets.js";
-import { AccountSetupError, formatExpiration, HoldUnavailableError, PaymentDeclinedError, ProcessorError, type MintedCard, type Processor, type ProcessorAccount, type RevealEndpoint } from "./types.js";
+import {
+  AccountSetupError,
+  formatExpiration,
+  HoldUnavailableError,
+  PaymentDeclinedError,
+  ProcessorError,
+  SetupIntentError,
+  type BrowserSetup,
+  type MintedCard,
+  type Processor,
+  type ProcessorAccount,
+  type RevealEndpoint,
+  type SetupAccount,
+} from "./types.js";
 
 /**
  * Issuing Elements (Stripe.js) reads card details with an ephemeral key made under this API
@@ -32,6 +45,8 @@ export interface StripeProcessorOptions {
   ds: DataSource;
   /** PUBLIC_URL: the `setup_url` of a 403 setup_required for a cardholder Stripe will not issue to. */
   publicUrl?: string;
+  /** The mode's publishable key (pk_…), for Stripe.js in the dashboard; unset: no browser set-up. */
+  publishableKey?: string;
 }
 
 interface StripeAccountRow {
@@ -215,14 +230,14 @@ export class StripeProcessor implements Processor {
     }
   }
 
-  private check(account: ProcessorAccount) {
+  private check(account: SetupAccount) {
     if (account.mode !== this.opts.mode)
       throw new ProcessorError(`This Stripe client serves ${this.opts.mode} mode, not ${account.mode}.`, "setup");
   }
 
   // --- per account and mode: Customer (with the payment method attached) and cardholder ---
 
-  private async row(account: ProcessorAccount): Promise<StripeAccountRow | undefined> {
+  private async row(account: SetupAccount): Promise<StripeAccountRow | undefined> {
     const [row] = await queryRows(
       this.opts.ds,
       `SELECT customer_id, attached_source, payment_method_id, cardholder_id, cardholder_hash FROM stripe_accounts WHERE account_id = ? AND mode = ?`,
@@ -231,7 +246,7 @@ export class StripeProcessor implements Processor {
     return row;
   }
 
-  private async save(account: ProcessorAccount, fields: Partial<StripeAccountRow>): Promise<void> {
+  private async save(account: SetupAccount, fields: Partial<StripeAccountRow>): Promise<void> {
     const cols = Object.keys(fields) as (keyof StripeAccountRow)[];
     const values = cols.map((c) => fields[c] ?? null);
     const now = Date.now();
@@ -251,30 +266,33 @@ export class StripeProcessor implements Processor {
     }
   }
 
+  /** The account's Customer in this mode, made once (with or without a payment method yet). */
+  private async ensureCustomerId(account: SetupAccount, step: string, row?: StripeAccountRow): Promise<string> {
+    if (row?.customer_id) return row.customer_id;
+    const metadata = { account_id: account.accountId, mode: account.mode };
+    const customer = await this.call(step, () =>
+      keyed(
+        `${account.accountId}:${account.mode}:customer`,
+        (idempotencyKey) => this.client.customers.create({ description: `cardctl account ${account.accountId}`, metadata }, { idempotencyKey }),
+        async () => (await this.client.customers.list({ limit: 100 })).data.find((c) => sameMetadata(c.metadata, metadata)),
+      ),
+    );
+    await this.save(account, { customer_id: customer.id });
+    return customer.id;
+  }
+
   /** The account's Customer in this mode with the saved payment method attached; made once. */
   private async ensureCustomer(account: ProcessorAccount, step: string): Promise<{ customerId: string; paymentMethodId: string }> {
     this.check(account);
     if (!account.paymentMethod) throw new ProcessorError("The account has no saved payment method.", step);
     const row = await this.row(account);
-    let customerId = row?.customer_id ?? null;
-    if (!customerId) {
-      const metadata = { account_id: account.accountId, mode: account.mode };
-      const customer = await this.call(step, () =>
-        keyed(
-          `${account.accountId}:${account.mode}:customer`,
-          (idempotencyKey) => this.client.customers.create({ description: `cardctl account ${account.accountId}`, metadata }, { idempotencyKey }),
-          async () => (await this.client.customers.list({ limit: 100 })).data.find((c) => sameMetadata(c.metadata, metadata)),
-        ),
-      );
-      customerId = customer.id;
-      await this.save(account, { customer_id: customerId });
-    }
+    const customerId = await this.ensureCustomerId(account, step, row);
     if (row?.attached_source === account.paymentMethod && row.payment_method_id)
       return { customerId, paymentMethodId: row.payment_method_id };
     const pm = await this.call(step, () =>
       keyed(
         `${account.accountId}:${account.mode}:attach:${account.paymentMethod}`,
-        (idempotencyKey) => this.client.paymentMethods.attach(account.paymentMethod, { customer: customerId! }, { idempotencyKey }),
+        (idempotencyKey) => this.client.paymentMethods.attach(account.paymentMethod, { customer: customerId }, { idempotencyKey }),
         // A saved pm_… is itself the attached method; a test token (pm_card_visa) makes a new one each time.
         async () => {
           const found = await this.client.paymentMethods.retrieve(account.paymentMethod);
@@ -362,6 +380,72 @@ export class StripeProcessor implements Processor {
 
   async prepareAccount(account: ProcessorAccount): Promise<void> {
     await this.ensureCustomer(account, "setup");
+  }
+
+  // --- the payment method entered by the owner in the browser: a SetupIntent, Stripe.js ---
+
+  get browserSetup(): BrowserSetup {
+    return {
+      publishableKey: this.opts.publishableKey,
+      start: (account, attempt) => this.startSetupIntent(account, attempt),
+      finish: (account, intentId) => this.finishSetupIntent(account, intentId),
+    };
+  }
+
+  /**
+   * A SetupIntent for the account's Customer (card only, for off-session use: the holds), which
+   * the dashboard confirms with the Payment Element. Idempotent: the key names the account, mode
+   * and `attempt` (the domain's: what is saved now), so reloading the page finds the same intent;
+   * one already used up (succeeded or canceled) is replaced by a new one.
+   */
+  private async startSetupIntent(account: SetupAccount, attempt: string): Promise<{ id: string; clientSecret: string }> {
+    this.check(account);
+    const customer = await this.ensureCustomerId(account, "setup", await this.row(account));
+    const metadata = { account_id: account.accountId, mode: account.mode, purpose: "payment_method" };
+    const create = (key: string) =>
+      this.call("setup", () =>
+        keyed(
+          key,
+          (idempotencyKey) =>
+            this.client.setupIntents.create({ customer, allowed_payment_method_types: ["card"], usage: "off_session", metadata }, { idempotencyKey }),
+          // An unconfirmed SetupIntent too many is harmless: after a 5xx, a new one.
+          async () => null,
+        ),
+      );
+    const key = `${account.accountId}:${account.mode}:setup_intent:${attempt}`;
+    let si = await create(key);
+    // A replayed answer shows the intent as it was made: read what it is now.
+    const now = await this.call("setup", () => this.client.setupIntents.retrieve(si.id));
+    if (now.status === "succeeded" || now.status === "canceled") si = await create(`${key}:${randomToken(8)}`);
+    if (!si.client_secret) throw new ProcessorError("Stripe returned a SetupIntent without a client secret.", "setup");
+    return { id: si.id, clientSecret: si.client_secret };
+  }
+
+  /**
+   * The payment method of a SetupIntent the browser confirmed, read from Stripe (never taken from
+   * the browser): only an intent made for this account's Customer in this mode, and succeeded.
+   * Stripe attached the method to the Customer on success; it is recorded as attached, so saving
+   * it (prepareAccount) attaches nothing again.
+   */
+  private async finishSetupIntent(account: SetupAccount, intentId: string): Promise<{ paymentMethod: string }> {
+    this.check(account);
+    const notFound = () => new SetupIntentError(`No SetupIntent ${intentId} of this account.`, "not_found");
+    const row = await this.row(account);
+    if (!row?.customer_id || !/^seti_[A-Za-z0-9]+$/.test(intentId)) throw notFound();
+    let si: Stripe.SetupIntent;
+    try {
+      si = await retrying(() => this.client.setupIntents.retrieve(intentId));
+    } catch (err) {
+      if (err instanceof Stripe.errors.StripeInvalidRequestError && err.statusCode === 404) throw notFound();
+      throw toProcessorError("setup", err);
+    }
+    const customer = typeof si.customer === "string" ? si.customer : si.customer?.id;
+    if (customer !== row.customer_id || si.metadata?.account_id !== account.accountId || si.metadata?.mode !== account.mode) throw notFound();
+    const pm = typeof si.payment_method === "string" ? si.payment_method : si.payment_method?.id;
+    if (si.status !== "succeeded" || !pm)
+      throw new SetupIntentError(`The SetupIntent ${intentId} has not succeeded (status '${si.status}'): the card was not confirmed.`, "not_succeeded", si.status);
+    await this.save(account, { attached_source: pm, payment_method_id: pm });
+    return { paymentMethod: pm };
   }
 
   // --- the hold: a PaymentIntent, manual capture, confirmed off-session ---

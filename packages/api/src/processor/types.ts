@@ -82,6 +82,47 @@ export interface Processor {
    * this mode, with the payment method attached). Idempotent; processors without set-up omit it.
    */
   prepareAccount?(account: ProcessorAccount): Promise<void>;
+  /**
+   * Where the owner enters the payment method in the browser with the processor's own library
+   * (Stripe.js and its Payment Element), so no card number reaches this service. Processors
+   * without one (the simulated processor: a choice of test cards) omit it.
+   */
+  readonly browserSetup?: BrowserSetup;
+}
+
+/** The account (and mode) a browser set-up is for; it has no saved payment method yet, perhaps. */
+export type SetupAccount = Pick<ProcessorAccount, "accountId" | "mode">;
+
+/**
+ * Collecting the payment method in the browser (Stripe: a SetupIntent for the account's Customer,
+ * confirmed by Stripe.js), then reading back what was collected, server side.
+ */
+export interface BrowserSetup {
+  /** The key the browser library is initialised with (Stripe's pk_…); undefined when not configured. */
+  readonly publishableKey: string | undefined;
+  /**
+   * An intent for the browser to confirm: its id and the client secret Stripe.js needs. The same
+   * open intent for the same `attempt` (idempotent); a new one once that intent is used up.
+   */
+  start(account: SetupAccount, attempt: string): Promise<{ id: string; clientSecret: string }>;
+  /**
+   * The payment method an intent collected, once the processor says it succeeded; the processor
+   * keeps it ready for this account (attached to its Customer). Throws SetupIntentError when the
+   * intent is not this account's, or has not succeeded.
+   */
+  finish(account: SetupAccount, intentId: string): Promise<{ paymentMethod: string }>;
+}
+
+/** The intent given to BrowserSetup.finish is unknown, another account's, or not succeeded (yet). */
+export class SetupIntentError extends Error {
+  constructor(
+    message: string,
+    readonly reason: "not_found" | "not_succeeded",
+    readonly status?: string,
+  ) {
+    super(message);
+    this.name = "SetupIntentError";
+  }
 }
 
 /** The processor failed or timed out; nothing the caller can fix. */

@@ -23,9 +23,12 @@ export const apiKeysRouter = router({
 
   // The dashboard's API keys page (tRPC only, for the owner's session): the account's keys of both modes.
   list: ownerProcedure
-    .input(s.noInput)
-    .output(z.object({ data: z.array(s.apiKey) }))
-    .query(async ({ ctx }) => ({ data: (await ctx.services.accounts.listKeys(ctx.principal.accountId)).map(keyView) })),
+    .input(s.listOwnerKeysInput)
+    .output(s.listOf(s.apiKey))
+    .query(async ({ ctx, input }) => {
+      const page = await ctx.services.accounts.pageKeys(ctx.principal.accountId, { limit: input?.limit ?? 20, startingAfter: input?.starting_after });
+      return { data: page.data.map(keyView), has_more: page.has_more };
+    }),
 
   /** A key of the session's mode; its secret is in this answer only. */
   create: ownerProcedure

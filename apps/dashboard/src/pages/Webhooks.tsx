@@ -1,0 +1,263 @@
+import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
+import { useState, type FormEvent } from "react";
+import { trpc, useMode } from "../api";
+import { when } from "../format";
+import { Confirm, ErrorNote, Loaded } from "../ui";
+
+type Endpoint = Awaited<ReturnType<typeof trpc.webhookEndpoints.list.query>>["data"][number];
+type Delivery = Awaited<ReturnType<typeof trpc.webhookEndpoints.deliveries.query>>["data"][number];
+type Created = Awaited<ReturnType<typeof trpc.webhookEndpoints.create.mutate>>;
+/** What `events` takes: "*" or an event type (the create procedure's input). */
+type EventChoice = Parameters<typeof trpc.webhookEndpoints.create.mutate>[0]["events"][number];
+type EventType = Exclude<EventChoice, "*">;
+
+/** Every event type, in the API's order; the type check below fails if the API gains one not listed. */
+const EVENT_TYPES = [
+  "card.created",
+  "card.used",
+  "card.reopened",
+  "card.closed",
+  "card.expired",
+  "approval.created",
+  "approval.approved",
+  "approval.rejected",
+  "approval.expired",
+  "authorization.approved",
+  "authorization.declined",
+  "transaction.created",
+  "hold.captured",
+  "hold.released",
+  "payment.uncollected",
+  "processor.attention_needed",
+  "api_key.created",
+  "api_key.revoked",
+  "policy.updated",
+  "webhook_endpoint.disabled",
+] as const satisfies readonly EventType[];
+const everyTypeListed: Exclude<EventType, (typeof EVENT_TYPES)[number]> extends never ? true : false = true;
+void everyTypeListed;
+
+/** The account's webhook endpoints: add one (its signing secret shown once, never stored here), its deliveries and retries, delete. */
+export function Webhooks() {
+  const client = useQueryClient();
+  const mode = useMode();
+  const endpoints = useQuery({ queryKey: ["webhook_endpoints"], queryFn: () => trpc.webhookEndpoints.list.query({ limit: 100 }) });
+  const [url, setUrl] = useState("");
+  const [description, setDescription] = useState("");
+  const [all, setAll] = useState(true);
+  const [chosen, setChosen] = useState<EventType[]>([]);
+  // The new endpoint's secret lives in this component's state only, until "Done" or leaving the page.
+  const [created, setCreated] = useState<Created | null>(null);
+  const create = useMutation({
+    mutationFn: () =>
+      trpc.webhookEndpoints.create.mutate({
+        url: url.trim(),
+        events: all ? ["*"] : chosen,
+        ...(description.trim() ? { description: description.trim() } : {}),
+      }),
+    onSuccess: (endpoint) => {
+      setCreated(endpoint);
+      setUrl("");
+      setDescription("");
+      setAll(true);
+      setChosen([]);
+      void client.invalidateQueries({ queryKey: ["webhook_endpoints"] });
+    },
+  });
+  const submit = (e: FormEvent) => {
+    e.preventDefault();
+    create.mutate();
+  };
+  const toggle = (type: EventType, on: boolean) => setChosen((c) => (on ? [...c, type] : c.filter((t) => t !== type)));
+
+  return (
+    <section aria-labelledby="webhooks-title">
+      <h1 id="webhooks-title">Webhooks</h1>
+      <p className="muted">
+        cardctl POSTs the account's {mode}-mode events to these URLs, signed as Standard Webhooks specifies: verify them with the endpoint's signing secret.
+      </p>
+      {/* noValidate: the API checks the URL (https, public address) and its message shows below. */}
+      <form onSubmit={submit} className="card-form" noValidate>
+        <h2>New endpoint</h2>
+        <label>
+          URL
+          <input type="url" inputMode="url" value={url} maxLength={2048} placeholder="https://example.com/webhooks" onChange={(e) => setUrl(e.target.value)} />
+        </label>
+        <label>
+          Description (optional)
+          <input value={description} maxLength={500} placeholder="order system" onChange={(e) => setDescription(e.target.value)} />
+        </label>
+        <fieldset className="events">
+          <legend>Events</legend>
+          <label className="check">
+            <input type="radio" name="event-scope" checked={all} onChange={() => setAll(true)} />
+            All events
+          </label>
+          <label className="check">
+            <input type="radio" name="event-scope" checked={!all} onChange={() => setAll(false)} />
+            Only the events chosen below
+          </label>
+          {!all && (
+            <div className="event-types">
+              {EVENT_TYPES.map((type) => (
+                <label key={type} className="check">
+                  <input type="checkbox" checked={chosen.includes(type)} onChange={(e) => toggle(type, e.target.checked)} />
+                  <code>{type}</code>
+                </label>
+              ))}
+            </div>
+          )}
+        </fieldset>
+        <ErrorNote error={create.error} />
+        <button type="submit" disabled={create.isPending}>
+          Add endpoint
+        </button>
+      </form>
+      {created && <NewSecret created={created} onDone={() => setCreated(null)} />}
+      <h2>Endpoints</h2>
+      <Loaded query={endpoints} empty={(e) => e.data.length === 0 && "No webhook endpoints yet."}>
+        {(e) => (
+          <ul className="items">
+            {e.data.map((endpoint) => (
+              <EndpointItem key={endpoint.id} endpoint={endpoint} />
+            ))}
+          </ul>
+        )}
+      </Loaded>
+    </section>
+  );
+}
+
+function EndpointItem({ endpoint }: { endpoint: Endpoint }) {
+  const client = useQueryClient();
+  const [open, setOpen] = useState(false);
+  const remove = useMutation({
+    mutationFn: () => trpc.webhookEndpoints.delete.mutate({ id: endpoint.id }),
+    onSuccess: () => client.invalidateQueries({ queryKey: ["webhook_endpoints"] }),
+  });
+  const events = endpoint.events.includes("*") ? "all events" : endpoint.events.join(", ");
+  return (
+    <li className="item webhook" aria-label={`Endpoint ${endpoint.url}`}>
+      <div className="row">
+        <strong className="url">{endpoint.url}</strong>
+        <span className={`badge ${endpoint.status === "enabled" ? "open" : "closed"}`}>{endpoint.status}</span>
+      </div>
+      {endpoint.description && <p>{endpoint.description}</p>}
+      <p>
+        Events: <span className="events-list">{events}</span>
+      </p>
+      <p className="muted">
+        Created {when(endpoint.created_at)} · {endpoint.id}
+      </p>
+      {endpoint.status === "disabled" && (
+        <p className="muted">Disabled: a delivery kept failing for the whole retry schedule. Retrying a delivery enables it again.</p>
+      )}
+      <ErrorNote error={remove.error} />
+      <div className="actions">
+        <button type="button" className="secondary" aria-expanded={open} onClick={() => setOpen(!open)}>
+          {open ? "Hide deliveries" : "Deliveries"}
+        </button>
+        <Confirm
+          label="Delete"
+          confirm="Delete endpoint"
+          question={`Delete the endpoint ${endpoint.url} and its deliveries? Nothing more is sent to it; this cannot be undone.`}
+          busy={remove.isPending}
+          onConfirm={() => remove.mutate()}
+        />
+      </div>
+      {open && <Deliveries endpoint={endpoint} />}
+    </li>
+  );
+}
+
+/**
+ * How soon to look again: while a delivery is pending, around its next attempt (within 1 to 30 s);
+ * otherwise only when an event arrives (api.ts refetches deliveries on every event).
+ */
+function pollMs(deliveries: Delivery[] | undefined): number | false {
+  const pending = deliveries?.filter((d) => d.status === "pending") ?? [];
+  if (pending.length === 0) return false;
+  const soonest = Math.min(...pending.map((d) => (d.next_attempt_at ? Date.parse(d.next_attempt_at) : Date.now())));
+  return Math.min(30_000, Math.max(1000, soonest - Date.now() + 500));
+}
+
+function Deliveries({ endpoint }: { endpoint: Endpoint }) {
+  const client = useQueryClient();
+  const deliveries = useQuery({
+    queryKey: ["webhook_deliveries", endpoint.id],
+    queryFn: () => trpc.webhookEndpoints.deliveries.query({ id: endpoint.id, limit: 50 }),
+    refetchInterval: (q) => pollMs(q.state.data?.data),
+  });
+  const retry = useMutation({
+    mutationFn: (deliveryId: string) => trpc.webhookEndpoints.retry.mutate({ id: endpoint.id, delivery_id: deliveryId }),
+    onSuccess: () => {
+      void client.invalidateQueries({ queryKey: ["webhook_deliveries", endpoint.id] });
+      // A retry enables a disabled endpoint again.
+      void client.invalidateQueries({ queryKey: ["webhook_endpoints"] });
+    },
+  });
+  return (
+    <div className="detail">
+      <h3>Recent deliveries</h3>
+      <ErrorNote error={retry.error} />
+      <Loaded query={deliveries} empty={(d) => d.data.length === 0 && "No deliveries yet: they appear when an event this endpoint takes happens."}>
+        {(d) => (
+          <ul className="lines deliveries">
+            {d.data.map((x) => (
+              <li key={x.id} aria-label={`Delivery of ${x.event_type}`}>
+                <div className="row">
+                  <code>{x.event_type}</code>
+                  <span className={`badge ${x.status === "succeeded" ? "open" : x.status === "failed" ? "failed" : "pending"}`}>
+                    {x.status === "succeeded" ? "delivered" : x.status}
+                  </span>
+                </div>
+                <p className="muted">
+                  {x.attempts} {x.attempts === 1 ? "attempt" : "attempts"}
+                  {x.last_response_status !== null ? ` · last answer HTTP ${x.last_response_status}` : ""}
+                  {x.last_error && x.last_error !== `HTTP ${x.last_response_status}` ? ` · ${x.last_error}` : ""}
+                  {x.next_attempt_at ? ` · next attempt ${when(x.next_attempt_at)}` : ""} · {when(x.created_at)}
+                </p>
+                {x.status !== "succeeded" && (
+                  <button type="button" className="secondary" disabled={retry.isPending} onClick={() => retry.mutate(x.id)}>
+                    Retry
+                  </button>
+                )}
+              </li>
+            ))}
+          </ul>
+        )}
+      </Loaded>
+      {deliveries.data?.has_more && <p className="muted">Showing the newest 50 deliveries.</p>}
+    </div>
+  );
+}
+
+function NewSecret({ created, onDone }: { created: Created; onDone: () => void }) {
+  const [copied, setCopied] = useState(false);
+  const copy = () =>
+    navigator.clipboard.writeText(created.secret).then(
+      () => setCopied(true),
+      () => setCopied(false),
+    );
+  return (
+    <div className="secret" role="region" aria-label="New endpoint">
+      <p>
+        <strong>Copy this signing secret now: it is shown only once.</strong> Your receiver verifies each delivery with it (the{" "}
+        <code>standardwebhooks</code> libraries take it as is).
+      </p>
+      <label>
+        Signing secret of {created.url}
+        <input readOnly value={created.secret} onFocus={(e) => e.target.select()} />
+      </label>
+      <div className="actions">
+        <button type="button" onClick={copy}>
+          Copy
+        </button>
+        <button type="button" className="secondary" onClick={onDone}>
+          Done
+        </button>
+      </div>
+      {copied && <p role="status">Copied to the clipboard.</p>}
+    </div>
+  );
+}

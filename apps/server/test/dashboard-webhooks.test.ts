@@ -1,0 +1,231 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { haveChromium, openDashboard, ownServer, type Dashboard } from "./browser.js";
+import { dbKind, type TestServer } from "./harness.js";
+import { eventually, startReceiver } from "./webhook-receiver.js";
+
+/**
+ * The dashboard's Webhooks page (/webhooks), in Debian's chromium against the real server: an
+ * endpoint added from the page delivers to a local receiver that verifies each delivery with the
+ * secret the page showed (the `standardwebhooks` library); a failed delivery is retried from the
+ * page; Delete asks first; the API's refusals (validation, SSRF) show on the page.
+ */
+type Receiver = Awaited<ReturnType<typeof startReceiver>>;
+
+/**
+ * Deliveries to 127.0.0.1 allowed; fast attempts; the retry schedule ends after 600 ms, so a
+ * receiver that keeps failing gets a failed delivery (and a disabled endpoint) within a second.
+ */
+const ENV = { WEBHOOK_ALLOW_PRIVATE: "1", WEBHOOK_TIMEOUT_MS: "2000", WEBHOOK_RETRY_BASE_MS: "50", WEBHOOK_RETRY_WINDOW_MS: "600" };
+
+/**
+ * Chromium logs every 4xx answer to fetch as a console error; the ones a test provokes on purpose
+ * (the API refusing a URL) are taken out of `problems`, exactly as many as expected.
+ */
+function takeExpected400s(d: Dashboard, count: number) {
+  const refused = d.problems.filter((p) => /status of 400/.test(p));
+  expect(refused).toHaveLength(count);
+  d.problems.splice(0, d.problems.length, ...d.problems.filter((p) => !/status of 400/.test(p)));
+}
+
+describe.skipIf(!haveChromium)(`the Webhooks page (${dbKind})`, () => {
+  let s: TestServer;
+  let d: Dashboard;
+  let page: Dashboard["page"];
+  let receiver: Receiver;
+  let key: string;
+  const shoot = (name: string) => d.shoot(name);
+  const api = (method: string, path: string, body?: unknown) => s.request(method, path, { key, body });
+  const endpointItem = (url: string) => page.getByRole("listitem", { name: `Endpoint ${url}` });
+  const listed = async () => (await api("GET", "/v1/webhook_endpoints?limit=100")).body.data as any[];
+  const newCard = async (purpose: string) => {
+    const res = await api("POST", "/v1/cards", { amount_cents: 1000, agent_id: "hooks", purpose });
+    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    return res.body as { id: string };
+  };
+
+  /** Adds an endpoint from the page; answers the secret the page showed once (dismissed after). */
+  async function addEndpoint(url: string, events?: string[]) {
+    await page.getByLabel("URL").fill(url);
+    if (events) {
+      await page.getByLabel("Only the events chosen below").check();
+      for (const type of events) await page.getByLabel(type, { exact: true }).check();
+    } else await page.getByLabel("All events").check();
+    await page.getByRole("button", { name: "Add endpoint" }).click();
+    const box = page.getByLabel(`Signing secret of ${url}`);
+    await box.waitFor();
+    return box.inputValue();
+  }
+
+  beforeAll(async () => {
+    s = await ownServer(ENV);
+    receiver = await startReceiver();
+    const account = await s.newAccount({ name: "Hooks Inc" });
+    key = await account.key("test", "full");
+    d = await openDashboard(s);
+    page = d.page;
+    await d.signInByInvite(account.id, "owner@hooks.example");
+  });
+  afterAll(async () => {
+    await d?.close();
+    await s?.close();
+    await receiver?.close();
+  });
+
+  it("shows the empty list, and the API's refusal of a bad URL or no event type", async () => {
+    await page.getByRole("link", { name: "Webhooks" }).click();
+    await page.getByRole("heading", { name: "Webhooks", level: 1 }).waitFor();
+    expect(new URL(page.url()).pathname).toBe("/webhooks");
+    await page.getByText("No webhook endpoints yet.").waitFor();
+    await shoot("webhooks-empty");
+
+    await page.getByLabel("URL").fill("ftp://example.com/hooks");
+    await page.getByRole("button", { name: "Add endpoint" }).click();
+    await expect.poll(() => page.getByRole("alert").textContent()).toMatch(/url must start with https:\/\/ or http:\/\//);
+
+    await page.getByLabel("URL").fill(`${receiver.url}/nothing`);
+    await page.getByLabel("Only the events chosen below").check();
+    await page.getByRole("button", { name: "Add endpoint" }).click();
+    await expect.poll(() => page.getByRole("alert").textContent()).toMatch(/events/);
+    await shoot("webhooks-invalid");
+    takeExpected400s(d, 2);
+    expect(await listed()).toEqual([]);
+  });
+
+  it("adds an endpoint: the secret shown once verifies its deliveries, listed as delivered", async () => {
+    await page.getByText("live updates on").waitFor();
+    const url = `${receiver.url}/ok`;
+    const secret = await addEndpoint(url, ["card.created"]);
+    expect(secret).toMatch(/^whsec_/);
+    receiver.secret("/ok", secret);
+    await page.getByRole("button", { name: "Copy" }).click();
+    await page.getByText("Copied to the clipboard.").waitFor();
+    expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(secret);
+    await shoot("webhooks-created");
+
+    // Never kept: not in any browser storage, and gone once dismissed or reloaded.
+    const stored = await page.evaluate(() => JSON.stringify({ ...localStorage }) + JSON.stringify({ ...sessionStorage }) + document.cookie);
+    expect(stored).not.toContain(secret);
+    await page.getByRole("button", { name: "Done" }).click();
+    expect(await page.content()).not.toContain(secret);
+    await page.reload();
+    const item = endpointItem(url);
+    await item.waitFor();
+    expect(await page.content()).not.toContain(secret);
+    await item.getByText("card.created").waitFor();
+    await item.getByText("enabled", { exact: true }).waitFor();
+    expect(await listed()).toEqual([expect.objectContaining({ url, events: ["card.created"], status: "enabled", mode: "test" })]);
+
+    // The deliveries open empty; an event appears live and ends delivered.
+    await page.getByText("live updates on").waitFor();
+    await item.getByRole("button", { name: "Deliveries" }).click();
+    await item.getByText(/No deliveries yet/).waitFor();
+    const card = await newCard("Webhook test");
+    const delivery = item.getByRole("listitem", { name: "Delivery of card.created" });
+    await delivery.getByText("delivered", { exact: true }).waitFor();
+    await delivery.getByText(/1 attempt · last answer HTTP 200/).waitFor();
+    expect(await delivery.getByRole("button", { name: "Retry" }).count()).toBe(0);
+
+    // The receiver verified it with the secret the page showed: that secret is the endpoint's.
+    const got = await eventually("the delivery at the receiver", () => receiver.at("/ok")[0]);
+    expect(got.event).toMatchObject({ type: "card.created", data: { object: { id: card.id } } });
+    expect(receiver.invalid).toEqual([]);
+    const endpointId = (await listed())[0].id;
+    expect((await api("GET", `/v1/webhook_endpoints/${endpointId}/deliveries`)).body.data).toEqual([
+      expect.objectContaining({ event_id: got.event.id, event_type: "card.created", status: "succeeded", attempts: 1, last_response_status: 200 }),
+    ]);
+  });
+
+  it("a receiver answering 500: the failed delivery shows; Retry from the page delivers it", async () => {
+    receiver.behave("/down", 500);
+    const url = `${receiver.url}/down`;
+    receiver.secret("/down", await addEndpoint(url));
+    await page.getByRole("button", { name: "Done" }).click();
+    const item = endpointItem(url);
+    await item.getByRole("button", { name: "Deliveries" }).click();
+    await item.getByText(/No deliveries yet/).waitFor();
+
+    await newCard("Down the drain");
+    const delivery = item.getByRole("listitem", { name: "Delivery of card.created" });
+    await delivery.getByText("failed", { exact: true }).waitFor();
+    await delivery.getByText(/last answer HTTP 500/).waitFor();
+    // The retry schedule ended: the endpoint is disabled (the page says so, through the live event).
+    await item.getByText("disabled", { exact: true }).waitFor();
+    const endpoint = (await listed()).find((e) => e.url === url);
+    expect(endpoint.status).toBe("disabled");
+    const failed = (await api("GET", `/v1/webhook_endpoints/${endpoint.id}/deliveries`)).body.data;
+    expect(failed).toEqual([expect.objectContaining({ event_type: "card.created", status: "failed", last_response_status: 500 })]);
+    const attempts = receiver.at("/down").length;
+    expect(attempts).toBeGreaterThanOrEqual(1);
+    await shoot("webhooks");
+
+    receiver.behave("/down", "ok");
+    await delivery.getByRole("button", { name: "Retry" }).click();
+    await delivery.getByText("delivered", { exact: true }).waitFor();
+    await delivery.getByText(/last answer HTTP 200/).waitFor();
+    await item.getByText("enabled", { exact: true }).waitFor();
+    const after = (await api("GET", `/v1/webhook_endpoints/${endpoint.id}/deliveries`)).body.data;
+    expect(after).toEqual([expect.objectContaining({ id: failed[0].id, status: "succeeded", attempts: attempts + 1, last_response_status: 200 })]);
+    expect((await listed()).find((e) => e.url === url).status).toBe("enabled");
+    expect(receiver.at("/down")).toHaveLength(attempts + 1);
+    expect(receiver.invalid).toEqual([]);
+  });
+
+  it("Delete asks first; Cancel keeps the endpoint, Delete endpoint removes it", async () => {
+    const url = `${receiver.url}/ok`;
+    const item = endpointItem(url);
+    await item.getByRole("button", { name: "Delete", exact: true }).click();
+    const confirm = item.getByRole("group", { name: "Delete" });
+    await confirm.getByRole("button", { name: "Cancel" }).click();
+    await confirm.waitFor({ state: "detached" });
+    expect((await listed()).map((e) => e.url)).toContain(url);
+
+    await item.getByRole("button", { name: "Delete", exact: true }).click();
+    await shoot("webhooks-delete");
+    await confirm.getByRole("button", { name: "Delete endpoint" }).click();
+    await item.waitFor({ state: "detached" });
+    expect((await listed()).map((e) => e.url)).toEqual([`${receiver.url}/down`]);
+    await endpointItem(`${receiver.url}/down`).waitFor();
+  });
+
+  it("loaded nothing the CSP blocked and threw no error", () => {
+    expect(d.problems).toEqual([]);
+  });
+
+});
+
+describe.skipIf(!haveChromium)(`the Webhooks page on a server without WEBHOOK_ALLOW_PRIVATE (${dbKind})`, () => {
+  let s: TestServer;
+  let d: Dashboard;
+  let key: string;
+
+  beforeAll(async () => {
+    s = await ownServer();
+    const account = await s.newAccount({ name: "Careful Inc" });
+    d = await openDashboard(s);
+    await d.signInByInvite(account.id, "owner@careful.example");
+    key = await account.key("test", "full");
+  });
+  afterAll(async () => {
+    await d?.close();
+    await s?.close();
+  });
+
+  it("shows the SSRF refusals: the cloud metadata address, loopback, and plain http", async () => {
+    const { page } = d;
+    await page.goto(`${s.url}/webhooks`);
+    await page.getByRole("heading", { name: "Webhooks", level: 1 }).waitFor();
+    const refusal = async (url: string, message: RegExp) => {
+      await page.getByLabel("URL").fill(url);
+      await page.getByRole("button", { name: "Add endpoint" }).click();
+      await expect.poll(() => page.getByRole("alert").textContent()).toMatch(message);
+    };
+    await refusal("https://169.254.169.254/latest/meta-data", /url is not allowed: address 169\.254\.169\.254, a loopback, private, link-local/);
+    await d.shoot("webhooks-refused");
+    await refusal("https://127.0.0.1:9/hooks", /url is not allowed: address 127\.0\.0\.1/);
+    await refusal("http://example.com/hooks", /url must start with https:\/\/ \(http:\/\/ is allowed only when the server sets WEBHOOK_ALLOW_PRIVATE\)/);
+    takeExpected400s(d, 3);
+    expect(await page.getByLabel(/^Signing secret of/).count()).toBe(0);
+    expect((await s.request("GET", "/v1/webhook_endpoints", { key })).body.data).toEqual([]);
+    expect(d.problems).toEqual([]);
+  });
+});
