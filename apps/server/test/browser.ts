@@ -17,6 +17,14 @@ if (!haveChromium) console.warn(`dashboard browser tests skipped: no chromium at
 const SCREENSHOTS = resolve(import.meta.dirname, "../../../.test-results/screenshots");
 export const PASSWORD = "correct horse battery";
 
+/** The dashboard's Content-Security-Policy: only this server; with Stripe, also what Stripe.js needs. */
+export const BASE_CSP =
+  "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'";
+export const STRIPE_CSP =
+  "default-src 'self'; script-src 'self' https://js.stripe.com https://*.js.stripe.com; style-src 'self'; img-src 'self' data:; " +
+  "connect-src 'self' https://api.stripe.com; frame-src https://js.stripe.com https://*.js.stripe.com https://hooks.stripe.com; " +
+  "frame-ancestors 'none'; base-uri 'none'; form-action 'self'";
+
 /** A port free right now, so PUBLIC_URL can name the server's own address before it starts. */
 const freePort = () =>
   new Promise<number>((done, fail) => {

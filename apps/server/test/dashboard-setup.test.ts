@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { haveChromium, openDashboard, ownServer, PASSWORD, type Dashboard } from "./browser.js";
+import { BASE_CSP, haveChromium, openDashboard, ownServer, PASSWORD, STRIPE_CSP, type Dashboard } from "./browser.js";
 import { luhnValid, startFakeStripe, type FakeStripe } from "./fake-stripe.js";
 import { dbKind, expectError, type TestServer } from "./harness.js";
 import { trpc } from "./helpers.js";
@@ -15,12 +15,6 @@ import { ConfigError, loadConfig } from "../src/config.js";
  * say so clearly; the Stripe procedures (SetupIntent, complete, the reveal's nonce) are checked
  * against the fake Stripe API, and the CSP for Stripe.js on the headers.
  */
-const BASE_CSP =
-  "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'";
-const STRIPE_CSP =
-  "default-src 'self'; script-src 'self' https://js.stripe.com https://*.js.stripe.com; style-src 'self'; img-src 'self' data:; " +
-  "connect-src 'self' https://api.stripe.com; frame-src https://js.stripe.com https://*.js.stripe.com https://hooks.stripe.com; " +
-  "frame-ancestors 'none'; base-uri 'none'; form-action 'self'";
 const HTML = { accept: "text/html,application/xhtml+xml,*/*;q=0.8" };
 
 /** An owner of `accountId` signed in over HTTP, as the dashboard's page makes its calls (origin, cookie, CSRF token). */
@@ -312,6 +306,14 @@ describe(`the Setup page on Stripe, against the fake Stripe API (${dbKind})`, ()
     expect(await saved()).toBe(pm);
     expect(fake.calls(/\/attach$/).length).toBe(attachesBefore);
     const key = await account.key();
+    // The owner's change is an event, in each mode (one payment method for both); the refused attempts wrote none.
+    const changes = async (k: string) => (await s.request("GET", "/v1/events?type=account.payment_method_updated", { key: k })).body.data as any[];
+    const [changed] = await changes(key);
+    expect(await changes(key)).toHaveLength(1);
+    expect(changed).toMatchObject({ mode: "test", actor: { type: "owner", id: o.owner.id } });
+    expect(changed.data.object).toEqual(done.body.result.data);
+    expect(JSON.stringify(changed)).not.toMatch(/_secret_|sk_test|tax_id/);
+    expect(await changes(await account.key("live"))).toMatchObject([{ mode: "live", actor: { type: "owner", id: o.owner.id }, data: { object: { mode: "live", payment_method: pm } } }]);
     const card = await s.request("POST", "/v1/cards", { key, body: { amount_cents: 2500, agent_id: "stripe-setup" } });
     expect(card.status).toBe(201);
     const hold = [...fake.paymentIntents.values()].find((pi) => pi.metadata?.card_id === card.body.id)!;

@@ -1,7 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { dbKind, expectError, processor, startServer, type TestServer } from "./harness.js";
-import { guarded, ISO, LIST_CARD_KEYS, APPROVAL_KEYS } from "./helpers.js";
+import { guarded, ISO, LIST_CARD_KEYS, APPROVAL_KEYS, ownerSession } from "./helpers.js";
 import { openStream } from "./sse.js";
+
+/** What the harness's newAccount announces: the payment method it saves, the keys it makes. */
+const SETUP_EVENTS = ["account.payment_method_updated", "api_key.created"];
 
 /**
  * The event outbox (DESIGN 3.7): every state change of cards, approvals, the money lifecycle
@@ -31,8 +34,8 @@ describe(`events (${dbKind}, ${processor})`, () => {
         after = `&starting_after=${page.data[page.data.length - 1].id}`;
       }
     };
-    /** The same without the api_key.created of the account's set-up. */
-    const events = async (query = "") => (await allEvents(query)).filter((e) => e.type !== "api_key.created");
+    /** The same without the events of the account's set-up (its payment method, its key). */
+    const events = async (query = "") => (await allEvents(query)).filter((e) => !SETUP_EVENTS.includes(e.type));
     const types = async (query = "") => (await events(query)).map((e) => e.type);
     return { acct, key, post, allEvents, events, types };
   }
@@ -211,13 +214,101 @@ describe(`events (${dbKind}, ${processor})`, () => {
     const agentKey = (await s.admin("POST", `/accounts/${a.acct.id}/keys`, { mode: "test", role: "agent", name: "bot" })).body;
     await s.admin("POST", `/keys/${agentKey.id}/revoke`);
     await s.request("PUT", "/v1/policies/default", { key: a.key, body: { max_amount_cents: 1234 } });
-    const events = await a.allEvents();
+    const events = (await a.allEvents()).filter((e) => e.type !== "account.payment_method_updated");
     // The first key (made by the account's set-up) is announced too.
     expect(events.map((e) => e.type)).toEqual(["api_key.created", "api_key.created", "api_key.revoked", "policy.updated"]);
     expect(events[1]).toMatchObject({ actor: { type: "system" }, data: { object: { id: agentKey.id, role: "agent", name: "bot", revoked_at: null } } });
     expect(JSON.stringify(events)).not.toContain(agentKey.secret);
     expect(events[2].data.object).toMatchObject({ id: agentKey.id, revoked_at: expect.stringMatching(ISO) });
     expect(events[3]).toMatchObject({ actor: { type: "api_key" }, data: { object: { approval_required: false, max_amount_cents: 1234 } } });
+  });
+
+  it("the payment method: account.payment_method_updated in both modes, the operator API's by the system, the Setup page's by the owner", async () => {
+    const a = await account();
+    const live = await a.acct.key("live");
+    const changes = async (key: string) => (await s.request("GET", "/v1/events?type=account.payment_method_updated", { key })).body.data as any[];
+    // The account's set-up saved one through the operator API: the system's, in each mode, with the set-up of that mode.
+    const [seeded] = await changes(a.key);
+    expect(seeded).toMatchObject({ mode: "test", actor: { type: "system", id: null } });
+    expect(seeded.data.object).toMatchObject({ account_id: a.acct.id, mode: "test", payment_method: "pm_card_visa", setup_complete: true, missing: [] });
+    expect((await changes(live))[0]).toMatchObject({ mode: "live", actor: { type: "system" }, data: { object: { account_id: a.acct.id, mode: "live", payment_method: "pm_card_visa" } } });
+
+    // Removed by the operator: announced too.
+    expect((await s.admin("POST", `/accounts/${a.acct.id}/payment_method`, { payment_method: null })).status).toBe(200);
+    expect((await changes(a.key))[0]).toMatchObject({
+      actor: { type: "system", id: null },
+      data: { object: { payment_method: null, setup_complete: false, missing: ["payment_method"] } },
+    });
+
+    // The owner picks a test card on the Setup page: the owner is the actor, and the object is what the page reads in each mode.
+    const o = await ownerSession(s, a.acct.id, "payer@events.example");
+    const saved = await o.mutation("setup.saveTestCard", { payment_method: "pm_card_decline" });
+    expect(saved.status).toBe(200);
+    const [test] = await changes(a.key);
+    expect(test).toMatchObject({ mode: "test", actor: { type: "owner", id: o.owner.id } });
+    expect(test.data.object).toEqual(saved.body.result.data);
+    expect(test.data.object).toEqual((await o.query("setup.status")).body.result.data);
+    const [inLive] = await changes(live);
+    expect(inLive).toMatchObject({ mode: "live", actor: { type: "owner", id: o.owner.id } });
+    expect(inLive.data.object).toEqual((await o.query("setup.status", undefined, "live")).body.result.data);
+    expect(inLive.data.object).toMatchObject({ mode: "live", payment_method: "pm_card_decline" });
+    expect(await changes(a.key)).toHaveLength(3);
+    expect(await changes(live)).toHaveLength(3);
+    // A refused change writes nothing.
+    expect((await o.mutation("setup.saveTestCard", { payment_method: "pm_other" })).status).toBe(400);
+    expect(await changes(a.key)).toHaveLength(3);
+  });
+
+  it("every change an owner makes in the dashboard is an event with the owner as actor; the same calls by an API key name the key", async () => {
+    const a = await account();
+    const o = await ownerSession(s, a.acct.id, "actor@events.example");
+    const keyId = (await s.request("GET", "/v1/api_keys/current", { key: a.key })).body.id;
+    const ok = async (reply: Promise<{ status: number; body: any }>) => {
+      const r = await reply;
+      expect(r.status, JSON.stringify(r.body)).toBeLessThan(300);
+      return r.body.result?.data ?? r.body;
+    };
+    const ask = (amount: number) => a.post("/v1/cards", { amount_cents: amount, policy_override: { approval_required: true } });
+    const since = (await a.allEvents()).length;
+
+    // The owner, through /trpc on the session.
+    const [one, two] = [await ask(100), await ask(200)];
+    const ownerMade = (await a.allEvents()).length;
+    const card = await ok(o.mutation("approvals.approve", { id: one.approval_id }));
+    await ok(o.mutation("approvals.reject", { id: two.approval_id, reason: "not now" }));
+    await ok(o.mutation("cards.close", { id: card.id }));
+    await ok(o.mutation("policies.updateDefault", { max_amount_cents: 4321 }));
+    const made = await ok(o.mutation("apiKeys.create", { role: "agent", name: "owner's bot" }));
+    await ok(o.mutation("apiKeys.revoke", { id: made.id }));
+    await ok(o.mutation("setup.saveTestCard", { payment_method: "pm_card_visa" }));
+    const byOwner = (await a.allEvents()).slice(ownerMade);
+    expect(byOwner.map((e) => e.type)).toEqual([
+      "approval.approved",
+      "card.created",
+      "approval.rejected",
+      "card.closed",
+      "hold.released",
+      "policy.updated",
+      "api_key.created",
+      "api_key.revoked",
+      "account.payment_method_updated",
+    ]);
+    for (const e of byOwner) expect(e.actor, e.type).toEqual({ type: "owner", id: o.owner.id });
+    expect(JSON.stringify(byOwner)).not.toContain(made.secret);
+
+    // The same changes with the API key name the key.
+    const [three, four] = [await ask(300), await ask(400)];
+    const keyMade = (await a.allEvents()).length;
+    const other = await a.post(`/v1/approvals/${three.approval_id}/approve`);
+    await a.post(`/v1/approvals/${four.approval_id}/reject`, { reason: "no" });
+    await a.post(`/v1/cards/${other.id}/close`);
+    await s.request("PUT", "/v1/policies/default", { key: a.key, body: { max_amount_cents: 5432 } });
+    const byKey = (await a.allEvents()).slice(keyMade);
+    expect(byKey.map((e) => e.type)).toEqual(["approval.approved", "card.created", "approval.rejected", "card.closed", "hold.released", "policy.updated"]);
+    for (const e of byKey) expect(e.actor, e.type).toEqual({ type: "api_key", id: keyId });
+    // The requests themselves (by the agent's key) stayed the key's.
+    const asked = (await a.allEvents()).slice(since).filter((e) => e.type === "approval.created");
+    expect(asked.map((e) => e.actor)).toEqual(Array(4).fill({ type: "api_key", id: keyId }));
   });
 
   it("lists newest first with paging and a type filter; gets one; 400 on bad input", async () => {
@@ -230,7 +321,7 @@ describe(`events (${dbKind}, ${processor})`, () => {
     expect(second.data.map((e: any) => e.data.object.amount_cents)).toEqual([102, 101]);
     const third = (await s.request("GET", `/v1/events?limit=2&type=card.created&starting_after=${second.data[1].id}`, { key: a.key })).body;
     expect(third).toMatchObject({ has_more: false, data: [{ data: { object: { amount_cents: 100 } } }] });
-    expect((await s.request("GET", "/v1/events", { key: a.key })).body.data).toHaveLength(6); // 20 by default; and the key's api_key.created
+    expect((await s.request("GET", "/v1/events", { key: a.key })).body.data).toHaveLength(7); // 20 by default; and the set-up's payment method and key
 
     const one = await s.request("GET", `/v1/events/${first.data[0].id}`, { key: a.key });
     expect(one.status).toBe(200);
@@ -250,8 +341,11 @@ describe(`events (${dbKind}, ${processor})`, () => {
     expectError(await s.request("GET", `/v1/events/${mine.id}`, { key: b.key }), 404, "not_found");
     expect(await b.types("&type=card.created")).toEqual([]);
     const live = await a.acct.key("live");
-    // Live mode has only the live key's own creation.
-    expect((await s.request("GET", "/v1/events", { key: live })).body.data.map((e: any) => [e.type, e.mode])).toEqual([["api_key.created", "live"]]);
+    // Live mode has only the live key's own creation, and the account's payment method (one for both modes).
+    expect((await s.request("GET", "/v1/events", { key: live })).body.data.map((e: any) => [e.type, e.mode])).toEqual([
+      ["api_key.created", "live"],
+      ["account.payment_method_updated", "live"],
+    ]);
     expectError(await s.request("GET", `/v1/events/${mine.id}`, { key: live }), 404, "not_found");
     expectError(await s.request("GET", `/v1/events?starting_after=${mine.id}`, { key: b.key }), 400, "validation_error");
   });

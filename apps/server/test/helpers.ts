@@ -102,3 +102,29 @@ export function trpc(s: TestServer) {
 }
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** The harness's PUBLIC_URL: the Origin of the dashboard's calls on a server of startServer. */
+export const HARNESS_ORIGIN = "http://cardctl.test";
+
+/**
+ * An owner of `accountId` (invited now through the operator API), signed in as the dashboard signs
+ * in: tRPC calls with the session's cookie, the dashboard's Origin and the CSRF token; `mode`
+ * picks the session's mode (Cardctl-Mode, test by default). `origin`: the server's PUBLIC_URL.
+ */
+export async function ownerSession(s: TestServer, accountId: string, email: string, origin = HARNESS_ORIGIN) {
+  const invite = await s.admin("POST", `/accounts/${accountId}/owners`, { email });
+  const token = String(invite.body.invite_url).split("#")[1]!;
+  const r = await s.request("POST", "/auth/invites/accept", { key: null, headers: { origin }, body: { token, password: "correct horse battery" } });
+  expect(r.status, JSON.stringify(r.body)).toBe(200);
+  const cookie = /^(cardctl_session=[^;]+)/.exec(r.headers.get("set-cookie") ?? "")![1]!;
+  const as = (mode?: "test" | "live"): RequestOptions => ({
+    key: null,
+    headers: { origin, cookie, "x-csrf-token": r.body.csrf_token as string, ...(mode ? { "cardctl-mode": mode } : {}) },
+  });
+  const t = trpc(s);
+  return {
+    owner: r.body.owner as { id: string; email: string; account_id: string },
+    query: (proc: string, input?: unknown, mode?: "test" | "live") => t.query(proc, input, as(mode)),
+    mutation: (proc: string, input?: unknown, mode?: "test" | "live") => t.mutation(proc, input ?? {}, as(mode)),
+  };
+}

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { expectError, requestTo, startServer, type TestServer } from "./harness.js";
+import { ownerSession } from "./helpers.js";
 import { processDatabase, spawnServer, type ServerProcess } from "./processes.js";
 import { eventually, startReceiver } from "./webhook-receiver.js";
 
@@ -233,6 +234,67 @@ describe("webhook delivery", () => {
     expectError(await server.request("POST", `/v1/webhook_endpoints/${endpoint.id}/deliveries/whd_nope/retry`, { key }), 404, "not_found");
   });
 
+  it("endpoints made, retried and deleted are events naming who did it: an API key, or an owner in the dashboard", async () => {
+    const account = await server.newAccount();
+    const key = await account.key();
+    const keyId = (await server.request("GET", "/v1/api_keys/current", { key })).body.id;
+    const o = await ownerSession(server, account.id, "hooks@webhooks.example");
+    const eventsOf = async (type: string) => (await server.request("GET", `/v1/events?type=${type}`, { key })).body.data as any[];
+    const listed = async (id: string) => (await server.request("GET", "/v1/webhook_endpoints?limit=100", { key })).body.data.find((e: any) => e.id === id);
+
+    // Made with the key: announced, to the account's other endpoints only (there are none yet, and not to itself).
+    const watch = await endpointFor(server, receiver, "/watch-all", ["*"], key);
+    const [byKey] = await eventsOf("webhook_endpoint.created");
+    expect(byKey).toMatchObject({ actor: { type: "api_key", id: keyId }, data: { object: { id: watch.id } } });
+    expect(byKey.data.object).toEqual(await listed(watch.id));
+    expect(JSON.stringify(byKey)).not.toContain("whsec_");
+    expect(await deliveriesOf(server, watch.id, key)).toEqual([]);
+
+    // Made by the owner: the owner is the actor, and the other endpoint receives it.
+    const made = await o.mutation("webhookEndpoints.create", { url: `${receiver.url}/owner-made`, events: ["policy.updated"] });
+    expect(made.status, JSON.stringify(made.body)).toBeLessThan(300);
+    const endpoint = made.body.result.data as { id: string; secret: string };
+    receiver.secret("/owner-made", endpoint.secret);
+    const [byOwner] = await eventsOf("webhook_endpoint.created");
+    expect(byOwner).toMatchObject({ actor: { type: "owner", id: o.owner.id } });
+    expect(byOwner.data.object).toEqual(await listed(endpoint.id));
+    const [told] = await eventually("announced to the other endpoint", () => receiver.at("/watch-all").filter((r) => r.event.id === byOwner.id).length && receiver.at("/watch-all"));
+    expect(told!.event.data.object.id).toBe(endpoint.id);
+
+    // Retried by the owner, then by the key: webhook_delivery.retried, the delivery pending again.
+    await touchPolicy(server, key);
+    const [d] = await eventually("delivered", async () => {
+      const list = await deliveriesOf(server, endpoint.id, key);
+      return list[0]?.status === "succeeded" && list;
+    });
+    expect((await o.mutation("webhookEndpoints.retry", { id: endpoint.id, delivery_id: d.id })).status).toBe(200);
+    await eventually("sent again", () => receiver.at("/owner-made").length === 2);
+    await eventually("succeeded again", async () => (await deliveriesOf(server, endpoint.id, key))[0].status === "succeeded");
+    expect((await server.request("POST", `/v1/webhook_endpoints/${endpoint.id}/deliveries/${d.id}/retry`, { key })).status).toBe(200);
+    const retried = (await eventsOf("webhook_delivery.retried")).reverse();
+    expect(retried.map((e) => e.actor)).toEqual([
+      { type: "owner", id: o.owner.id },
+      { type: "api_key", id: keyId },
+    ]);
+    for (const e of retried) expect(e.data.object).toMatchObject({ id: d.id, endpoint_id: endpoint.id, event_id: d.event_id, status: "pending", attempts: expect.any(Number) });
+    // An unknown delivery is no retry: nothing announced.
+    expectError(await o.mutation("webhookEndpoints.retry", { id: endpoint.id, delivery_id: "whd_nope" }), 404, "not_found");
+    expect(await eventsOf("webhook_delivery.retried")).toHaveLength(2);
+
+    // Deleted by the owner: announced to the other endpoint; then the key deletes that one.
+    const before = await listed(endpoint.id);
+    expect((await o.mutation("webhookEndpoints.delete", { id: endpoint.id })).status).toBe(200);
+    const [gone] = await eventsOf("webhook_endpoint.deleted");
+    expect(gone).toMatchObject({ actor: { type: "owner", id: o.owner.id } });
+    expect(gone.data.object).toEqual(before);
+    await eventually("deletion announced", () => receiver.at("/watch-all").some((r) => r.event.id === gone.id));
+    expect((await server.request("DELETE", `/v1/webhook_endpoints/${watch.id}`, { key })).status).toBe(200);
+    expect((await eventsOf("webhook_endpoint.deleted"))[0]).toMatchObject({ actor: { type: "api_key", id: keyId }, data: { object: { id: watch.id } } });
+    // Deleting again is a 404 and announces nothing.
+    expectError(await server.request("DELETE", `/v1/webhook_endpoints/${watch.id}`, { key }), 404, "not_found");
+    expect(await eventsOf("webhook_endpoint.deleted")).toHaveLength(2);
+  });
+
   it("refuses private addresses at delivery time too (a host that later resolves elsewhere)", async () => {
     // The server without WEBHOOK_ALLOW_PRIVATE, with an endpoint that passed its check when it resolved elsewhere.
     const strict = await startServer({ WEBHOOK_TIMEOUT_MS: "300", WEBHOOK_RETRY_BASE_MS: "50" });
@@ -322,6 +384,11 @@ describe("auto-disable when the retry schedule ends", () => {
     await eventually("delivered on retry", async () => (await deliveriesOf(server, dead.id, key))[0].status === "succeeded");
     expect(receiver.at("/dead").length).toBe(sent + 1);
     expect((await server.request("GET", "/v1/webhook_endpoints", { key })).body.data.find((e: any) => e.id === dead.id).status).toBe("enabled");
+    // The retry enabled it: webhook_endpoint.enabled, by the key that retried.
+    const keyId = (await server.request("GET", "/v1/api_keys/current", { key })).body.id;
+    const enabled = (await server.request("GET", "/v1/events?type=webhook_endpoint.enabled", { key })).body.data;
+    expect(enabled).toHaveLength(1);
+    expect(enabled[0]).toMatchObject({ actor: { type: "api_key", id: keyId }, data: { object: { id: dead.id, status: "enabled" } } });
   });
 });
 

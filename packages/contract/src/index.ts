@@ -245,10 +245,15 @@ export const EVENT_TYPES = [
   "hold.released",
   "payment.uncollected",
   "processor.attention_needed",
+  "account.payment_method_updated",
   "api_key.created",
   "api_key.revoked",
   "policy.updated",
+  "webhook_endpoint.created",
   "webhook_endpoint.disabled",
+  "webhook_endpoint.enabled",
+  "webhook_endpoint.deleted",
+  "webhook_delivery.retried",
 ] as const;
 export const eventType = z.enum(EVENT_TYPES);
 export type EventType = z.infer<typeof eventType>;

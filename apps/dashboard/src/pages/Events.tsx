@@ -25,10 +25,15 @@ const TYPES = [
   "hold.released",
   "payment.uncollected",
   "processor.attention_needed",
+  "account.payment_method_updated",
   "api_key.created",
   "api_key.revoked",
   "policy.updated",
+  "webhook_endpoint.created",
   "webhook_endpoint.disabled",
+  "webhook_endpoint.enabled",
+  "webhook_endpoint.deleted",
+  "webhook_delivery.retried",
 ] as const satisfies readonly EventType[];
 const allTypes: [Exclude<EventType, (typeof TYPES)[number]>] extends [never] ? true : never = true;
 void allTypes;
@@ -38,10 +43,11 @@ const PAGE = 20;
 const ACTORS: Record<Event["actor"]["type"], string> = { api_key: "API key", owner: "owner", processor: "the processor", system: "the system" };
 const actor = (a: Event["actor"]) => `by ${ACTORS[a.type]}${a.id ? ` ${a.id}` : ""}`;
 
-/** The event's object in a few words: its id and, when it has one, its amount. */
+/** The event's object in a few words: its id (an account's set-up: the account's) and, when it has one, its amount. */
 function gist(e: Event): string {
   const o = e.data.object;
-  const parts = [typeof o.id === "string" ? o.id : null, typeof o.amount_cents === "number" ? dollars(o.amount_cents) : null];
+  const id = typeof o.id === "string" ? o.id : typeof o.account_id === "string" ? o.account_id : null;
+  const parts = [id, typeof o.amount_cents === "number" ? dollars(o.amount_cents) : null];
   return parts.filter(Boolean).join(" · ");
 }
 

@@ -29,10 +29,15 @@ const EVENT_TYPES = [
   "hold.released",
   "payment.uncollected",
   "processor.attention_needed",
+  "account.payment_method_updated",
   "api_key.created",
   "api_key.revoked",
   "policy.updated",
+  "webhook_endpoint.created",
   "webhook_endpoint.disabled",
+  "webhook_endpoint.enabled",
+  "webhook_endpoint.deleted",
+  "webhook_delivery.retried",
 ] as const satisfies readonly EventType[];
 const everyTypeListed: Exclude<EventType, (typeof EVENT_TYPES)[number]> extends never ? true : false = true;
 void everyTypeListed;

@@ -874,7 +874,7 @@ export interface components {
             /** @constant */
             object: "event";
             /** @enum {string} */
-            type: "card.created" | "card.used" | "card.reopened" | "card.closed" | "card.expired" | "approval.created" | "approval.approved" | "approval.rejected" | "approval.expired" | "authorization.approved" | "authorization.declined" | "transaction.created" | "hold.captured" | "hold.released" | "payment.uncollected" | "processor.attention_needed" | "api_key.created" | "api_key.revoked" | "policy.updated" | "webhook_endpoint.disabled";
+            type: "card.created" | "card.used" | "card.reopened" | "card.closed" | "card.expired" | "approval.created" | "approval.approved" | "approval.rejected" | "approval.expired" | "authorization.approved" | "authorization.declined" | "transaction.created" | "hold.captured" | "hold.released" | "payment.uncollected" | "processor.attention_needed" | "account.payment_method_updated" | "api_key.created" | "api_key.revoked" | "policy.updated" | "webhook_endpoint.created" | "webhook_endpoint.disabled" | "webhook_endpoint.enabled" | "webhook_endpoint.deleted" | "webhook_delivery.retried";
             /** @description ISO 8601 UTC timestamp */
             created_at: string;
             /** @enum {string} */
@@ -2780,7 +2780,7 @@ export interface operations {
     "events-list": {
         parameters: {
             query?: {
-                type?: "card.created" | "card.used" | "card.reopened" | "card.closed" | "card.expired" | "approval.created" | "approval.approved" | "approval.rejected" | "approval.expired" | "authorization.approved" | "authorization.declined" | "transaction.created" | "hold.captured" | "hold.released" | "payment.uncollected" | "processor.attention_needed" | "api_key.created" | "api_key.revoked" | "policy.updated" | "webhook_endpoint.disabled";
+                type?: "card.created" | "card.used" | "card.reopened" | "card.closed" | "card.expired" | "approval.created" | "approval.approved" | "approval.rejected" | "approval.expired" | "authorization.approved" | "authorization.declined" | "transaction.created" | "hold.captured" | "hold.released" | "payment.uncollected" | "processor.attention_needed" | "account.payment_method_updated" | "api_key.created" | "api_key.revoked" | "policy.updated" | "webhook_endpoint.created" | "webhook_endpoint.disabled" | "webhook_endpoint.enabled" | "webhook_endpoint.deleted" | "webhook_delivery.retried";
                 limit?: number;
                 starting_after?: string;
             };
@@ -2995,7 +2995,7 @@ export interface operations {
                     /** @description Where events are POSTed: https://… (http:// only when the server sets WEBHOOK_ALLOW_PRIVATE) */
                     url: string;
                     /** @description The event types to send, or ["*"] for all */
-                    events: ("*" | "card.created" | "card.used" | "card.reopened" | "card.closed" | "card.expired" | "approval.created" | "approval.approved" | "approval.rejected" | "approval.expired" | "authorization.approved" | "authorization.declined" | "transaction.created" | "hold.captured" | "hold.released" | "payment.uncollected" | "processor.attention_needed" | "api_key.created" | "api_key.revoked" | "policy.updated" | "webhook_endpoint.disabled")[];
+                    events: ("*" | "card.created" | "card.used" | "card.reopened" | "card.closed" | "card.expired" | "approval.created" | "approval.approved" | "approval.rejected" | "approval.expired" | "authorization.approved" | "authorization.declined" | "transaction.created" | "hold.captured" | "hold.released" | "payment.uncollected" | "processor.attention_needed" | "account.payment_method_updated" | "api_key.created" | "api_key.revoked" | "policy.updated" | "webhook_endpoint.created" | "webhook_endpoint.disabled" | "webhook_endpoint.enabled" | "webhook_endpoint.deleted" | "webhook_delivery.retried")[];
                     description?: string;
                 };
             };

@@ -10,6 +10,7 @@ import { safeEqual, sha256 } from "./secrets.js";
 import { processorAccount } from "./issuance.js";
 import { callProcessor, toApiError } from "./processor-call.js";
 import { fastRepository, runAtomically } from "../db/fast.js";
+import type { Processor } from "../processor/types.js";
 import { commitWithEvents, SYSTEM, type Actor } from "./events.js";
 
 /**
@@ -125,11 +126,53 @@ export class AccountService {
   }
 
   private needsOf(mode: Mode): SetupNeeds {
+    return { cardholder: this.processorOf(mode)?.name === "stripe" };
+  }
+
+  /** The processor serving `mode`, or null when none is configured. */
+  private processorOf(mode: Mode): Processor | null {
     try {
-      return { cardholder: this.deps.processors(mode).name === "stripe" };
+      return this.deps.processors(mode);
     } catch {
-      return { cardholder: false };
+      return null;
     }
+  }
+
+  /**
+   * The account's set-up as its owner sees it in `mode` (the dashboard's Setup page, and the
+   * `account.payment_method_updated` event): what it has and still needs in each mode, and how the
+   * owner adds the payment method in `mode`: `test_cards` (the simulated processor), `stripe`
+   * (Stripe.js and a SetupIntent), or null (no processor for the mode). No secrets: the tax id is
+   * left out, and Stripe's key is the publishable one.
+   */
+  setupView(account: Account, mode: Mode) {
+    const cardholder = cardholderOf(account);
+    const modes = (["test", "live"] as const).map((m) => ({
+      mode: m,
+      processor: (this.processorOf(m)?.name ?? null) as "simulated" | "stripe" | null,
+      missing: missingSetup(account, this.setupNeeds(m)),
+    }));
+    const current = this.processorOf(mode);
+    const browser = current?.browserSetup;
+    const missing = missingSetup(account, this.setupNeeds(mode));
+    return {
+      account_id: account.id,
+      mode,
+      /** Cards can be created in `mode`: nothing missing, and a processor to make them. */
+      setup_complete: current !== null && missing.length === 0,
+      missing,
+      kyb_verified: account.kyb_verified,
+      cardholder: {
+        needed: this.setupNeeds(mode).cardholder,
+        set: cardholder !== null,
+        name: cardholder?.name ?? null,
+        type: cardholder?.type ?? null,
+      },
+      payment_method: account.payment_method,
+      modes,
+      collect: (browser ? "stripe" : current?.name === "simulated" ? "test_cards" : null) as "stripe" | "test_cards" | null,
+      stripe_publishable_key: browser?.publishableKey ?? null,
+    };
   }
 
   async create(name: string): Promise<Account> {
@@ -188,8 +231,13 @@ export class AccountService {
    * API): the method is saved only if at least one configured mode accepted it, and the error of
    * that mode is the answer otherwise. `best_effort` (first-start seeding): always saved; set-up is
    * retried lazily on the first hold.
+   *
+   * The change commits with an `account.payment_method_updated` event in each mode (the account
+   * has one payment method for both), whose object is the account's set-up in that mode
+   * (setupView). `actor`: the owner on the dashboard; the operator API and first-start seeding are
+   * the system's.
    */
-  async setPaymentMethod(id: string, paymentMethod: string | null, prepare: "required" | "best_effort" = "best_effort"): Promise<Account> {
+  async setPaymentMethod(id: string, paymentMethod: string | null, prepare: "required" | "best_effort" = "best_effort", actor: Actor = SYSTEM): Promise<Account> {
     const account = await this.get(id);
     if (paymentMethod) {
       let firstError: unknown;
@@ -215,7 +263,12 @@ export class AccountService {
       }
       if (prepare === "required" && configured > 0 && prepared === 0) throw toApiError(firstError);
     }
-    await this.accounts.update({ id }, { payment_method: paymentMethod });
+    const after: Account = { ...account, payment_method: paymentMethod };
+    await commitWithEvents(
+      this.deps.ds,
+      [this.accounts.updateStatement({ id }, { payment_method: paymentMethod })],
+      (["test", "live"] as const).map((mode) => ({ accountId: id, mode, type: "account.payment_method_updated" as const, object: this.setupView(after, mode), actor })),
+    );
     return this.get(id);
   }
 

@@ -59,9 +59,17 @@ export function eventStatements(ds: DataSource, e: NewEvent): Statement[] {
 /**
  * Runs a state change and its events as one transaction (the change's statements first): the
  * statements' results, or null when a conditional statement of the change missed (nothing written).
+ * `order: "events_first"` writes the events before the change, so their fan-out sees the webhook
+ * endpoints as they were: an endpoint being made or enabled again is not sent its own event.
  */
-export function commitWithEvents(ds: DataSource, change: Statement[], events: NewEvent[]): Promise<SqlResult[] | null> {
-  return runAtomically(ds, [...change, ...events.flatMap((e) => eventStatements(ds, e))]);
+export function commitWithEvents(
+  ds: DataSource,
+  change: Statement[],
+  events: NewEvent[],
+  order: "change_first" | "events_first" = "change_first",
+): Promise<SqlResult[] | null> {
+  const recorded = events.flatMap((e) => eventStatements(ds, e));
+  return runAtomically(ds, order === "change_first" ? [...change, ...recorded] : [...recorded, ...change]);
 }
 
 /** An event as the API shows it (GET /v1/events, live streams, webhook bodies). */

@@ -1,16 +1,17 @@
 import type { Mode } from "../db/entities.js";
-import { SetupIntentError, type Processor } from "../processor/types.js";
-import { cardholderOf, missingSetup, type AccountService } from "./accounts.js";
+import { SetupIntentError } from "../processor/types.js";
+import type { AccountService } from "./accounts.js";
 import type { Deps, Principal } from "./deps.js";
 import { AppError, notFound } from "./errors.js";
+import { actorOf } from "./events.js";
 import { callProcessor, toApiError } from "./processor-call.js";
 
 /**
  * The owner's side of an account's set-up (the dashboard's Setup page): what the account has and
  * still needs, and the owner adding its payment method, either as a test card on the simulated
  * processor or through the processor's browser library (Stripe.js: a SetupIntent). The payment
- * method is saved through AccountService.setPaymentMethod, as the operator API saves one. KYB and
- * the cardholder stay the operator's.
+ * method is saved through AccountService.setPaymentMethod, as the operator API saves one, with the
+ * owner as the actor of its event. KYB and the cardholder stay the operator's.
  */
 export class SetupService {
   constructor(
@@ -18,49 +19,9 @@ export class SetupService {
     private readonly accounts: AccountService,
   ) {}
 
-  /** The processor serving `mode`, or null when none is configured. */
-  private processorOf(mode: Mode): Processor | null {
-    try {
-      return this.deps.processors(mode);
-    } catch {
-      return null;
-    }
-  }
-
-  /**
-   * What the account has and still needs in each mode, and how the owner adds the payment method
-   * in the session's mode: `test_cards` (the simulated processor), `stripe` (Stripe.js and a
-   * SetupIntent), or null (no processor for the mode).
-   */
+  /** What the account has and still needs in each mode, and how the owner adds the payment method in the session's mode (AccountService.setupView). */
   async status(p: Principal) {
-    const account = await this.accounts.get(p.accountId);
-    const cardholder = cardholderOf(account);
-    const modes = (["test", "live"] as const).map((mode) => ({
-      mode,
-      processor: (this.processorOf(mode)?.name ?? null) as "simulated" | "stripe" | null,
-      missing: missingSetup(account, this.accounts.setupNeeds(mode)),
-    }));
-    const current = this.processorOf(p.mode);
-    const browser = current?.browserSetup;
-    const missing = missingSetup(account, this.accounts.setupNeeds(p.mode));
-    return {
-      account_id: account.id,
-      mode: p.mode,
-      /** Cards can be created in the session's mode: nothing missing, and a processor to make them. */
-      setup_complete: current !== null && missing.length === 0,
-      missing,
-      kyb_verified: account.kyb_verified,
-      cardholder: {
-        needed: this.accounts.setupNeeds(p.mode).cardholder,
-        set: cardholder !== null,
-        name: cardholder?.name ?? null,
-        type: cardholder?.type ?? null,
-      },
-      payment_method: account.payment_method,
-      modes,
-      collect: (browser ? "stripe" : current?.name === "simulated" ? "test_cards" : null) as "stripe" | "test_cards" | null,
-      stripe_publishable_key: browser?.publishableKey ?? null,
-    };
+    return this.accounts.setupView(await this.accounts.get(p.accountId), p.mode);
   }
 
   /** A test card of the simulated processor (test mode), saved as the operator API saves a payment method. */
@@ -68,7 +29,7 @@ export class SetupService {
     const processor = this.deps.processors(p.mode);
     if (processor.name !== "simulated")
       throw new AppError(400, "bad_request", `Test cards are for the simulated processor; ${p.mode} mode runs on ${processor.name}: add a card with its form instead.`);
-    await this.accounts.setPaymentMethod(p.accountId, paymentMethod, "required");
+    await this.accounts.setPaymentMethod(p.accountId, paymentMethod, "required", actorOf(p));
     return this.status(p);
   }
 
@@ -102,7 +63,7 @@ export class SetupService {
           : new AppError(409, "setup_intent_not_succeeded", err.message, { status: err.status ?? null });
       throw toApiError(err);
     });
-    await this.accounts.setPaymentMethod(p.accountId, paymentMethod, "required");
+    await this.accounts.setPaymentMethod(p.accountId, paymentMethod, "required", actorOf(p));
     return this.status(p);
   }
 
