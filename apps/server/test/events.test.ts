@@ -223,7 +223,8 @@ describe(`events (${dbKind}, ${processor})`, () => {
     expect(events[3]).toMatchObject({ actor: { type: "api_key" }, data: { object: { approval_required: false, max_amount_cents: 1234 } } });
   });
 
-  it("the payment method: account.payment_method_updated in both modes, the operator API's by the system, the Setup page's by the owner", async () => {
+  // The Setup page's test cards are the simulated processor's; on Stripe its save is checked in dashboard-setup.test.ts.
+  it.skipIf(processor === "stripe")("the payment method: account.payment_method_updated in both modes, the operator API's by the system, the Setup page's by the owner", async () => {
     const a = await account();
     const live = await a.acct.key("live");
     const changes = async (key: string) => (await s.request("GET", "/v1/events?type=account.payment_method_updated", { key })).body.data as any[];
@@ -280,7 +281,8 @@ describe(`events (${dbKind}, ${processor})`, () => {
     await ok(o.mutation("policies.updateDefault", { max_amount_cents: 4321 }));
     const made = await ok(o.mutation("apiKeys.create", { role: "agent", name: "owner's bot" }));
     await ok(o.mutation("apiKeys.revoke", { id: made.id }));
-    await ok(o.mutation("setup.saveTestCard", { payment_method: "pm_card_visa" }));
+    // A test card on the simulated processor (on Stripe the page saves through a SetupIntent: dashboard-setup.test.ts).
+    if (!s.onStripe) await ok(o.mutation("setup.saveTestCard", { payment_method: "pm_card_visa" }));
     const byOwner = (await a.allEvents()).slice(ownerMade);
     expect(byOwner.map((e) => e.type)).toEqual([
       "approval.approved",
@@ -291,7 +293,7 @@ describe(`events (${dbKind}, ${processor})`, () => {
       "policy.updated",
       "api_key.created",
       "api_key.revoked",
-      "account.payment_method_updated",
+      ...(s.onStripe ? [] : ["account.payment_method_updated"]),
     ]);
     for (const e of byOwner) expect(e.actor, e.type).toEqual({ type: "owner", id: o.owner.id });
     expect(JSON.stringify(byOwner)).not.toContain(made.secret);
