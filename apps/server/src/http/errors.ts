@@ -94,8 +94,8 @@ export function clientErrorHandler(err: NodeJS.ErrnoException, socket: Socket) {
 }
 
 /**
- * One error envelope for every failure, whichever layer produced it: Fastify, the tRPC adapter,
- * the REST routes, or a procedure.
+ * One error envelope for every failure, whichever layer produced it: Fastify, the tRPC and REST
+ * routes, or a procedure.
  */
 export function registerErrorShaping(app: FastifyInstance) {
   // JSON is the only body type (anything else is refused by Fastify as 415); an empty body
@@ -162,8 +162,8 @@ export function registerNotFound(app: FastifyInstance & { rateLimit?: () => any 
 }
 
 /**
- * An error body sent without its envelope handed over (the tRPC adapter's, when it failed before
- * a context existed), under this request's id; anything unrecognisable is an internal error.
+ * An error body a route sent itself, without handing over its envelope, under this request's id;
+ * anything unrecognisable is an internal error.
  */
 function normalize(req: FastifyRequest, payload: string): ErrorEnvelope {
   let body: any;

@@ -1,6 +1,6 @@
 import { responseStatus, type Context } from "@cardctl/api";
-import { callTRPCProcedure, getTRPCErrorFromUnknown, getTRPCErrorShape, type AnyRouter } from "@trpc/server";
-import type { FastifyInstance, FastifyRequest } from "fastify";
+import { callTRPCProcedure, getTRPCErrorFromUnknown, getTRPCErrorShape, type AnyRouter, type TRPCProcedureType } from "@trpc/server";
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import {
   acceptsRequestBody,
   coerceSchema,
@@ -29,8 +29,7 @@ const queryInput = (req: FastifyRequest) => getQuery(req as never, undefined as 
  * parsed the URL, tried each procedure's path pattern, unwrapped the input schema and switched on
  * coercion of its query fields (coerceSchema, now once per procedure), and built a caller proxy.
  * Per request only this is left: the input (the query for GET, the JSON body otherwise, with the
- * path parameters over it), the procedure call, and its status from the context. Errors go through
- * the router's error formatter, as on /trpc, so both transports send the same envelope.
+ * path parameters over it), the procedure call, and its status from the context (`answer`).
  */
 export function registerRest(app: FastifyInstance, prefix: string, router: AnyRouter, createContext: ContextFactory) {
   forEachOpenApiProcedure(router._def.procedures, ({ path, procedure, meta: { openapi } }) => {
@@ -45,21 +44,53 @@ export function registerRest(app: FastifyInstance, prefix: string, router: AnyRo
       // HEAD is no alias of GET here: reading a card makes an ephemeral key.
       exposeHeadRoute: false,
       handler: async (req, reply) => {
-        const ctx = createContext(req);
         const input = takesInput
           ? { ...(withBody ? (req.body as object | undefined) : queryInput(req)), ...(req.params as object) }
           : undefined;
-        reply.type("application/json");
-        try {
-          const data = await callTRPCProcedure({ router, path, type, ctx, getRawInput: async () => input, input: undefined, signal: undefined, batchIndex: 0 });
-          return reply.code(responseStatus(ctx, []) ?? 200).send(JSON.stringify(data));
-        } catch (cause) {
-          const error = getTRPCErrorFromUnknown(cause);
-          // The formatter hands the envelope to the context (reportError); the onSend hook sends it.
-          const shape = getTRPCErrorShape({ config: router._def._config, error, type, path, input, ctx });
-          return reply.code(responseStatus(ctx, [error])!).send(JSON.stringify(shape));
-        }
+        return answer(reply, { router, path, type, ctx: createContext(req), getRawInput: async () => input });
       },
     });
   });
+}
+
+export interface Call {
+  router: AnyRouter;
+  path: string;
+  type: TRPCProcedureType;
+  ctx: Context;
+  getRawInput: () => Promise<unknown>;
+}
+
+/**
+ * Runs a procedure call and answers it: its result as JSON with the status the procedure chose
+ * (200 unless it set one), or its error (`answerError`). `trpc` wraps the body as tRPC's protocol
+ * does (`{ result: { data } }`); REST sends it bare.
+ */
+export async function answer(reply: FastifyReply, call: Call, trpc = false) {
+  reply.type("application/json");
+  try {
+    const data = await callTRPCProcedure({ ...call, input: undefined, signal: undefined, batchIndex: 0 });
+    return reply.code(responseStatus(call.ctx, []) ?? 200).send(JSON.stringify(trpc ? { result: { data } } : data));
+  } catch (cause) {
+    return answerError(reply, call, cause, trpc);
+  }
+}
+
+/**
+ * Answers a failed call with its error's status. The error goes through the router's error
+ * formatter, which hands the envelope to the context (reportError) for the onSend hook to send, so
+ * both transports answer failures alike.
+ */
+export function answerError(
+  reply: FastifyReply,
+  { router, path, type, ctx }: Omit<Call, "type" | "getRawInput"> & { type: TRPCProcedureType | "unknown" },
+  cause: unknown,
+  trpc = false,
+) {
+  const error = getTRPCErrorFromUnknown(cause);
+  const shape = getTRPCErrorShape({ config: router._def._config, error, type, path, input: undefined, ctx });
+  return reply
+    .code(responseStatus(ctx, [error])!)
+    .type("application/json")
+    .send(JSON.stringify(trpc ? { error: shape } : shape));
 }

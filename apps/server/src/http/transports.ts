@@ -1,47 +1,57 @@
-import { adminRouter, appRouter, responseStatus, type Context, type Services } from "@cardctl/api";
-import { fetchRequestHandler } from "@trpc/server/adapters/fetch";
+import { adminRouter, appRouter, type Services } from "@cardctl/api";
+import { TRPCError, type AnyTRPCProcedure, type TRPCProcedureType } from "@trpc/server";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import { registerRest, type ContextFactory } from "./rest.js";
+import { answer, answerError, registerRest, type ContextFactory } from "./rest.js";
 
-const METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"] as const;
+const METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"];
 
-/** Methods whose request carries a JSON body to the tRPC adapter (a bodyless POST gets `{}`). */
-const hasJsonBody = (method: string) => method !== "GET" && method !== "HEAD" && method !== "DELETE";
+/** The one method tRPC accepts for each procedure type it serves over plain HTTP. */
+const METHOD_OF: Partial<Record<TRPCProcedureType, string>> = { query: "GET", mutation: "POST" };
 
 /**
- * The Fastify request as a fetch Request. Bodies were already parsed (and limited) by Fastify; a
- * bodyless POST becomes `{}` so the adapter sees JSON.
+ * Why tRPC's HTTP protocol refuses a call before running it (the errors and messages of its own
+ * handler, `resolveResponse`), or undefined. Batching and streamed responses (httpBatchLink,
+ * httpBatchStreamLink) are not served; the dashboard uses httpLink.
  */
-function toFetchRequest(req: FastifyRequest): Request {
-  const headers = new Headers();
-  for (const [name, value] of Object.entries(req.headers)) {
-    if (value === undefined || name === "content-length" || name === "transfer-encoding") continue;
-    headers.set(name, Array.isArray(value) ? value.join(", ") : value);
-  }
-  const hasBody = hasJsonBody(req.method);
-  if (hasBody) headers.set("content-type", "application/json");
-  // The origin is fixed: the adapter reads only the path and query, and a client's Host header
-  // (`a b`, `%00`) would make the URL unparseable.
-  return new Request(`http://localhost${req.url}`, {
-    method: req.method,
-    headers,
-    body: hasBody ? JSON.stringify(req.body ?? {}) : undefined,
-  });
+function refusal(
+  req: FastifyRequest<{ Querystring: { batch?: unknown } }>,
+  reply: FastifyReply,
+  path: string,
+  procedure: AnyTRPCProcedure | undefined,
+): TRPCError | undefined {
+  if (req.query.batch === "1") return new TRPCError({ code: "BAD_REQUEST", message: "Batching is not enabled on the server" });
+  const accept = req.headers["trpc-accept"] ?? (req.headers.accept?.split(",").some((t) => t.trim() === "application/jsonl") ? "application/jsonl" : undefined);
+  if (accept === "application/jsonl") return new TRPCError({ code: "BAD_REQUEST", message: "Streaming requests must be batched (you can do a batch of 1)" });
+  if (!procedure) return new TRPCError({ code: "NOT_FOUND", message: `No procedure found on path "${path}"` });
+  const type = procedure._def.type;
+  const method = METHOD_OF[type];
+  if (req.method === method) return undefined;
+  if (method) reply.header("allow", method);
+  return new TRPCError({ code: "METHOD_NOT_SUPPORTED", message: `Unsupported ${req.method}-request to ${type} procedure at path "${path}"` });
 }
 
-/** Sends the adapter's Response through Fastify, so every onSend hook sees a string payload. */
-async function send(reply: FastifyReply, res: Response) {
-  reply.code(res.status);
-  res.headers.forEach((value, name) => {
-    if (name !== "content-length") reply.header(name, value);
-  });
-  return reply.send(await res.text());
+/** A query's input: the `input` parameter as JSON (unparseable, it fails the call with 400, as in tRPC). */
+function queryInput(value: unknown): unknown {
+  const text = Array.isArray(value) ? value[0] : value;
+  if (typeof text !== "string" || text === "") return undefined;
+  try {
+    return JSON.parse(text);
+  } catch (cause) {
+    throw new TRPCError({ code: "BAD_REQUEST", message: (cause as Error).message, cause });
+  }
 }
 
 /**
  * The one router on both transports: tRPC at /trpc, the spec's REST paths at /v1 from
  * trpc-to-openapi's route table (and the operator router at /admin/v1). Both share the Fastify
- * pipeline, so auth, rate limits, idempotency, errors and request ids behave the same.
+ * pipeline, so auth, rate limits, idempotency, errors and request ids behave the same, and both
+ * call the procedure straight from the Fastify route (rest.ts `answer`).
+ *
+ * /trpc speaks tRPC's HTTP protocol for httpLink (a query by GET with `?input=<json>`, a mutation
+ * by POST with a JSON body; `{ result: { data } }` or `{ error }`). tRPC's own adapters
+ * (`fastifyTRPCPlugin`, `fetchRequestHandler`) build a fetch Request and Response around each call,
+ * a quarter to a third of a /trpc read's CPU (BENCHMARKS.md); the plugin would also swap Fastify's
+ * JSON parser, the one place bodies are read and limited, for a pass-through.
  */
 export function registerTransports(app: FastifyInstance, services: Services) {
   const createContext: ContextFactory = (req) => {
@@ -58,23 +68,25 @@ export function registerTransports(app: FastifyInstance, services: Services) {
       },
     };
   };
-  const responseMeta = ({ ctx, errors }: { ctx?: Context; errors: any[] }) => ({ status: responseStatus(ctx, errors) });
 
-  app.route({
-    method: METHODS as unknown as string[],
+  // Keyed by the full dotted path at run time, as tRPC's own lookup (getProcedureAtPath) reads it.
+  const procedures = appRouter._def.procedures as unknown as Record<string, AnyTRPCProcedure | undefined>;
+  app.route<{ Params: { path: string }; Querystring: { input?: unknown; batch?: unknown } }>({
+    method: METHODS,
     url: "/trpc/:path",
-    handler: async (req, reply) =>
-      send(
-        reply,
-        await fetchRequestHandler({
-          endpoint: "/trpc",
-          req: toFetchRequest(req),
-          router: appRouter,
-          createContext: () => createContext(req),
-          responseMeta,
-          allowBatching: false,
-        }),
-      ),
+    handler: async (req, reply) => {
+      // As tRPC answers it: HEAD (a client's warm-up) runs nothing.
+      if (req.method === "HEAD") return reply.code(204).send();
+      reply.header("vary", "trpc-accept, accept");
+      const { path } = req.params;
+      const procedure = procedures[path];
+      const ctx = createContext(req);
+      const refused = refusal(req, reply, path, procedure);
+      if (refused || !procedure) return answerError(reply, { router: appRouter, path, type: procedure?._def.type ?? "unknown", ctx }, refused, true);
+      // A mutation's input is the body Fastify parsed; a bodyless POST is `{}`.
+      const getRawInput = req.method === "GET" ? async () => queryInput(req.query.input) : async () => req.body ?? {};
+      return answer(reply, { router: appRouter, path, type: procedure._def.type, ctx, getRawInput }, true);
+    },
   });
 
   registerRest(app, "/v1", appRouter, createContext);
