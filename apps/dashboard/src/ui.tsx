@@ -76,3 +76,34 @@ export function LoadMore(p: {
     </div>
   );
 }
+
+/**
+ * A secret the API returns once (a new key's, a new webhook endpoint's): read-only, with Copy and
+ * Done. It lives in the caller's state only, until Done or leaving the page; nothing stores it.
+ */
+export function SecretOnce(p: { region: string; label: string; secret: string; children: ReactNode; onDone: () => void }) {
+  const [copied, setCopied] = useState(false);
+  const copy = () =>
+    navigator.clipboard.writeText(p.secret).then(
+      () => setCopied(true),
+      () => setCopied(false),
+    );
+  return (
+    <div className="secret" role="region" aria-label={p.region}>
+      <p>{p.children}</p>
+      <label>
+        {p.label}
+        <input readOnly value={p.secret} onFocus={(e) => e.target.select()} />
+      </label>
+      <div className="actions">
+        <button type="button" onClick={copy}>
+          Copy
+        </button>
+        <button type="button" className="secondary" onClick={p.onDone}>
+          Done
+        </button>
+      </div>
+      {copied && <p role="status">Copied to the clipboard.</p>}
+    </div>
+  );
+}

@@ -1,7 +1,7 @@
 import { existsSync, mkdirSync } from "node:fs";
 import { createServer } from "node:net";
 import { resolve } from "node:path";
-import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
+import { chromium, type Browser, type BrowserContext, type Locator, type Page } from "playwright-core";
 import { expect } from "vitest";
 import { startServer, type TestServer } from "./harness.js";
 
@@ -89,4 +89,29 @@ export async function openDashboard(s: TestServer): Promise<Dashboard> {
     },
     close: () => browser.close(),
   };
+}
+
+/** Fails if `value` is kept in the page's browser storage: localStorage, sessionStorage or a readable cookie. */
+export async function expectNotStored(page: Page, value: string) {
+  const stored = await page.evaluate(() => JSON.stringify({ ...localStorage }) + JSON.stringify({ ...sessionStorage }) + document.cookie);
+  expect(stored).not.toContain(value);
+}
+
+/**
+ * A secret just shown once (ui.tsx SecretOnce): Copy puts it on the clipboard (then the screenshot
+ * `name`); it is kept in no browser storage, and gone from the page once Done is clicked and after a
+ * reload, once `reloaded` (what the page shows when it is back) is there.
+ */
+export async function expectSecretOnce(d: Dashboard, secret: string, name: string, reloaded: Locator) {
+  const { page } = d;
+  await page.getByRole("button", { name: "Copy" }).click();
+  await page.getByText("Copied to the clipboard.").waitFor();
+  expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(secret);
+  await d.shoot(name);
+  await expectNotStored(page, secret);
+  await page.getByRole("button", { name: "Done" }).click();
+  expect(await page.content()).not.toContain(secret);
+  await page.reload();
+  await reloaded.waitFor();
+  expect(await page.content()).not.toContain(secret);
 }

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { BASE_CSP, haveChromium, openDashboard, ownServer, PASSWORD, STRIPE_CSP, type Dashboard } from "./browser.js";
+import { BASE_CSP, expectNotStored, haveChromium, openDashboard, ownServer, PASSWORD, STRIPE_CSP, type Dashboard } from "./browser.js";
 import { luhnValid, startFakeStripe, type FakeStripe } from "./fake-stripe.js";
 import { dbKind, expectError, type TestServer } from "./harness.js";
 import { trpc } from "./helpers.js";
@@ -190,8 +190,7 @@ describe(`the Setup page and a card's reveal, simulated processor (${dbKind})`, 
       // Straight from the processor: no /trpc answer carried it, and the browser keeps it nowhere.
       expect(trpcBodies.length).toBeGreaterThan(0);
       for (const body of trpcBodies) expect(body).not.toContain(number);
-      const stored = await page.evaluate(() => JSON.stringify({ ...localStorage }) + JSON.stringify({ ...sessionStorage }) + document.cookie);
-      expect(stored).not.toContain(number);
+      await expectNotStored(page, number);
 
       await item.getByRole("button", { name: "Hide", exact: true }).click();
       await item.getByRole("button", { name: "Reveal" }).waitFor();

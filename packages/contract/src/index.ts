@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { EVENT_TYPES } from "./event-types.js";
 
 /** Every schema of the REST contract (spec section 2), shared by both transports and the SDK. */
 
@@ -227,34 +228,7 @@ export const testCaptureInput = z.strictObject({ id: id("auth_"), amount_cents: 
 export const testRefundInput = z.strictObject({ id: id("txn_"), amount_cents: cents.optional().describe("Defaults to the whole transaction") });
 
 // Events (DESIGN 3.7)
-/** Every event type, in the order of the lifecycle they describe. */
-export const EVENT_TYPES = [
-  "card.created",
-  "card.used",
-  "card.reopened",
-  "card.closed",
-  "card.expired",
-  "approval.created",
-  "approval.approved",
-  "approval.rejected",
-  "approval.expired",
-  "authorization.approved",
-  "authorization.declined",
-  "transaction.created",
-  "hold.captured",
-  "hold.released",
-  "payment.uncollected",
-  "processor.attention_needed",
-  "account.payment_method_updated",
-  "api_key.created",
-  "api_key.revoked",
-  "policy.updated",
-  "webhook_endpoint.created",
-  "webhook_endpoint.disabled",
-  "webhook_endpoint.enabled",
-  "webhook_endpoint.deleted",
-  "webhook_delivery.retried",
-] as const;
+export { EVENT_TYPES };
 export const eventType = z.enum(EVENT_TYPES);
 export type EventType = z.infer<typeof eventType>;
 export const event = z

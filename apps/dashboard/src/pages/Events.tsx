@@ -1,42 +1,12 @@
 import { useInfiniteQuery } from "@tanstack/react-query";
 import { useState } from "react";
+import { EVENT_TYPES } from "@cardctl/contract/event-types";
 import { trpc } from "../api";
 import { dollars, when } from "../format";
 import { ErrorNote, Loaded } from "../ui";
 
 type Event = Awaited<ReturnType<typeof trpc.events.list.query>>["data"][number];
 type EventType = Event["type"];
-
-/** Every event type (the API's list); the compiler checks that none is missing. */
-const TYPES = [
-  "card.created",
-  "card.used",
-  "card.reopened",
-  "card.closed",
-  "card.expired",
-  "approval.created",
-  "approval.approved",
-  "approval.rejected",
-  "approval.expired",
-  "authorization.approved",
-  "authorization.declined",
-  "transaction.created",
-  "hold.captured",
-  "hold.released",
-  "payment.uncollected",
-  "processor.attention_needed",
-  "account.payment_method_updated",
-  "api_key.created",
-  "api_key.revoked",
-  "policy.updated",
-  "webhook_endpoint.created",
-  "webhook_endpoint.disabled",
-  "webhook_endpoint.enabled",
-  "webhook_endpoint.deleted",
-  "webhook_delivery.retried",
-] as const satisfies readonly EventType[];
-const allTypes: [Exclude<EventType, (typeof TYPES)[number]>] extends [never] ? true : never = true;
-void allTypes;
 
 const PAGE = 20;
 
@@ -69,7 +39,7 @@ export function Events() {
         Type
         <select value={type} onChange={(e) => setType(e.target.value as EventType | "")}>
           <option value="">All types</option>
-          {TYPES.map((t) => (
+          {EVENT_TYPES.map((t) => (
             <option key={t} value={t}>
               {t}
             </option>

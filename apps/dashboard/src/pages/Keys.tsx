@@ -2,7 +2,7 @@ import { useMutation, useQueryClient } from "@tanstack/react-query";
 import { useState, type FormEvent } from "react";
 import { trpc, useList, useMode } from "../api";
 import { when } from "../format";
-import { Confirm, ErrorNote, Loaded, LoadMore } from "../ui";
+import { Confirm, ErrorNote, Loaded, LoadMore, SecretOnce } from "../ui";
 
 type Role = "full" | "agent";
 type Created = Awaited<ReturnType<typeof trpc.apiKeys.create.mutate>>;
@@ -54,7 +54,11 @@ export function Keys() {
           Create key
         </button>
       </form>
-      {created && <NewSecret created={created} onDone={() => setCreated(null)} />}
+      {created && (
+        <SecretOnce region="New key" label={`Secret of ${created.name ?? created.id}`} secret={created.secret} onDone={() => setCreated(null)}>
+          <strong>Copy this secret now: it is shown only once.</strong> Give it to your agent; cardctl keeps only its hash.
+        </SecretOnce>
+      )}
       <h2>Keys</h2>
       <ErrorNote error={revoke.error} />
       <Loaded query={keys} empty={(k) => k.data.length === 0 && "No keys yet."}>
@@ -92,34 +96,5 @@ export function Keys() {
       </Loaded>
       <LoadMore list={keys} what="keys" />
     </section>
-  );
-}
-
-function NewSecret({ created, onDone }: { created: Created; onDone: () => void }) {
-  const [copied, setCopied] = useState(false);
-  const copy = () =>
-    navigator.clipboard.writeText(created.secret).then(
-      () => setCopied(true),
-      () => setCopied(false),
-    );
-  return (
-    <div className="secret" role="region" aria-label="New key">
-      <p>
-        <strong>Copy this secret now: it is shown only once.</strong> Give it to your agent; cardctl keeps only its hash.
-      </p>
-      <label>
-        Secret of {created.name ?? created.id}
-        <input readOnly value={created.secret} onFocus={(e) => e.target.select()} />
-      </label>
-      <div className="actions">
-        <button type="button" onClick={copy}>
-          Copy
-        </button>
-        <button type="button" className="secondary" onClick={onDone}>
-          Done
-        </button>
-      </div>
-      {copied && <p role="status">Copied to the clipboard.</p>}
-    </div>
   );
 }

@@ -1,8 +1,9 @@
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useState, type FormEvent } from "react";
+import { EVENT_TYPES } from "@cardctl/contract/event-types";
 import { trpc, useMode } from "../api";
 import { when } from "../format";
-import { Confirm, ErrorNote, Loaded } from "../ui";
+import { Confirm, ErrorNote, Loaded, SecretOnce } from "../ui";
 
 type Endpoint = Awaited<ReturnType<typeof trpc.webhookEndpoints.list.query>>["data"][number];
 type Delivery = Awaited<ReturnType<typeof trpc.webhookEndpoints.deliveries.query>>["data"][number];
@@ -10,37 +11,6 @@ type Created = Awaited<ReturnType<typeof trpc.webhookEndpoints.create.mutate>>;
 /** What `events` takes: "*" or an event type (the create procedure's input). */
 type EventChoice = Parameters<typeof trpc.webhookEndpoints.create.mutate>[0]["events"][number];
 type EventType = Exclude<EventChoice, "*">;
-
-/** Every event type, in the API's order; the type check below fails if the API gains one not listed. */
-const EVENT_TYPES = [
-  "card.created",
-  "card.used",
-  "card.reopened",
-  "card.closed",
-  "card.expired",
-  "approval.created",
-  "approval.approved",
-  "approval.rejected",
-  "approval.expired",
-  "authorization.approved",
-  "authorization.declined",
-  "transaction.created",
-  "hold.captured",
-  "hold.released",
-  "payment.uncollected",
-  "processor.attention_needed",
-  "account.payment_method_updated",
-  "api_key.created",
-  "api_key.revoked",
-  "policy.updated",
-  "webhook_endpoint.created",
-  "webhook_endpoint.disabled",
-  "webhook_endpoint.enabled",
-  "webhook_endpoint.deleted",
-  "webhook_delivery.retried",
-] as const satisfies readonly EventType[];
-const everyTypeListed: Exclude<EventType, (typeof EVENT_TYPES)[number]> extends never ? true : false = true;
-void everyTypeListed;
 
 /** The account's webhook endpoints: add one (its signing secret shown once, never stored here), its deliveries and retries, delete. */
 export function Webhooks() {
@@ -118,7 +88,12 @@ export function Webhooks() {
           Add endpoint
         </button>
       </form>
-      {created && <NewSecret created={created} onDone={() => setCreated(null)} />}
+      {created && (
+        <SecretOnce region="New endpoint" label={`Signing secret of ${created.url}`} secret={created.secret} onDone={() => setCreated(null)}>
+          <strong>Copy this signing secret now: it is shown only once.</strong> Your receiver verifies each delivery with it (the{" "}
+          <code>standardwebhooks</code> libraries take it as is).
+        </SecretOnce>
+      )}
       <h2>Endpoints</h2>
       <Loaded query={endpoints} empty={(e) => e.data.length === 0 && "No webhook endpoints yet."}>
         {(e) => (
@@ -235,36 +210,6 @@ function Deliveries({ endpoint }: { endpoint: Endpoint }) {
         )}
       </Loaded>
       {deliveries.data?.has_more && <p className="muted">Showing the newest 50 deliveries.</p>}
-    </div>
-  );
-}
-
-function NewSecret({ created, onDone }: { created: Created; onDone: () => void }) {
-  const [copied, setCopied] = useState(false);
-  const copy = () =>
-    navigator.clipboard.writeText(created.secret).then(
-      () => setCopied(true),
-      () => setCopied(false),
-    );
-  return (
-    <div className="secret" role="region" aria-label="New endpoint">
-      <p>
-        <strong>Copy this signing secret now: it is shown only once.</strong> Your receiver verifies each delivery with it (the{" "}
-        <code>standardwebhooks</code> libraries take it as is).
-      </p>
-      <label>
-        Signing secret of {created.url}
-        <input readOnly value={created.secret} onFocus={(e) => e.target.select()} />
-      </label>
-      <div className="actions">
-        <button type="button" onClick={copy}>
-          Copy
-        </button>
-        <button type="button" className="secondary" onClick={onDone}>
-          Done
-        </button>
-      </div>
-      {copied && <p role="status">Copied to the clipboard.</p>}
     </div>
   );
 }
