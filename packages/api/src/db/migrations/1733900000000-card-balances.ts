@@ -1,0 +1,99 @@
+import { Table, type MigrationInterface, type QueryRunner } from "typeorm";
+
+/** Rows per account and mode that card writes spread over (slot = card seq % SLOTS). */
+const BALANCE_SLOTS = 16;
+
+/** What one card adds to its account's counters, from a row reference of a trigger (NEW or OLD). */
+const held = (row: string) => `CASE WHEN ${row}.hold_status = 'OPEN' THEN ${row}.amount_cents ELSE 0 END`;
+const open = (row: string) => `CASE WHEN ${row}.status = 'OPEN' THEN 1 ELSE 0 END`;
+
+/**
+ * The three triggers: the change each makes to the card's slot (new contribution − old), and when
+ * it has one to make. A card's account, mode and seq never change, so its slot is fixed.
+ */
+const TRIGGERS = [
+  { name: "tr_cards_balance_insert", event: "INSERT", sqliteEvent: "INSERT", row: "NEW", dHeld: held("NEW"), dOpen: open("NEW") },
+  {
+    name: "tr_cards_balance_update",
+    event: "UPDATE",
+    sqliteEvent: "UPDATE OF status, hold_status, amount_cents",
+    row: "NEW",
+    dHeld: `${held("NEW")} - ${held("OLD")}`,
+    dOpen: `${open("NEW")} - ${open("OLD")}`,
+  },
+  { name: "tr_cards_balance_delete", event: "DELETE", sqliteEvent: "DELETE", row: "OLD", dHeld: `-(${held("OLD")})`, dOpen: `-(${open("OLD")})` },
+];
+
+const upsertValues = (t: (typeof TRIGGERS)[number]) =>
+  `INSERT INTO card_balances (account_id, mode, slot, held_cents, open_cards)
+    VALUES (${t.row}.account_id, ${t.row}.mode, ${t.row}.seq % ${BALANCE_SLOTS}, ${t.dHeld}, ${t.dOpen})`;
+const changes = (t: (typeof TRIGGERS)[number]) => `(${t.dHeld}) <> 0 OR (${t.dOpen}) <> 0`;
+
+const sqliteTrigger = (t: (typeof TRIGGERS)[number]) => `CREATE TRIGGER ${t.name} AFTER ${t.sqliteEvent} ON cards
+  WHEN ${changes(t)}
+  BEGIN
+    ${upsertValues(t)}
+    ON CONFLICT(account_id, mode, slot) DO UPDATE SET held_cents = held_cents + excluded.held_cents, open_cards = open_cards + excluded.open_cards;
+  END`;
+
+// One statement with its BEGIN … END body (no DELIMITER: that is the mysql client's, not the server's).
+// The deltas are repeated in the update clause: VALUES(col) there is deprecated on MySQL 8.
+const mysqlTrigger = (t: (typeof TRIGGERS)[number]) => `CREATE TRIGGER ${t.name} AFTER ${t.event} ON cards FOR EACH ROW
+  BEGIN
+    IF ${changes(t)} THEN
+      ${upsertValues(t)}
+      ON DUPLICATE KEY UPDATE held_cents = held_cents + (${t.dHeld}), open_cards = open_cards + (${t.dOpen});
+    END IF;
+  END`;
+
+/**
+ * Per-account counters of the money held and the open cards, for the spend summary (GET
+ * /v1/balance): it reads at most BALANCE_SLOTS rows, the same cost at 100 cards or 100,000, where
+ * it summed every open card before. The database keeps them with triggers on `cards`, so every
+ * writer (the domain, the processors' webhooks, recovery, the maintenance pass, an operator's
+ * SQL) keeps them right. Each account has BALANCE_SLOTS rows per mode, picked by the card's seq:
+ * concurrent card transitions of one account update different rows instead of queuing on one
+ * row lock on MariaDB. Only the sum of an account's slots means anything (one slot may go below 0).
+ *
+ * SQLite: TypeORM's addColumn, changeColumn and dropColumn rebuild `cards` and lose its triggers,
+ * as they lose the partial indexes; later migrations change `cards` with plain ALTER TABLE.
+ */
+export class CardBalances1733900000000 implements MigrationInterface {
+  name = "CardBalances1733900000000";
+
+  async up(q: QueryRunner): Promise<void> {
+    const mysql = q.connection.options.type === "mysql";
+    await q.createTable(
+      new Table({
+        name: "card_balances",
+        columns: [
+          // Types as in `cards`; on MySQL the database's binary collation (1732500000000) applies.
+          { name: "account_id", type: "varchar", length: "40", isPrimary: true },
+          { name: "mode", type: "varchar", length: "8", isPrimary: true },
+          { name: "slot", type: "integer", isPrimary: true },
+          { name: "held_cents", type: "bigint", default: 0 },
+          { name: "open_cards", type: "integer", default: 0 },
+        ],
+        withoutRowid: true,
+      }),
+    );
+    // MySQL runs migrations outside a transaction (DDL commits anyway): the lock keeps cards
+    // written by running instances from being counted twice (trigger and backfill) or never.
+    if (mysql) await q.query("LOCK TABLES cards WRITE, card_balances WRITE");
+    try {
+      await q.query(
+        `INSERT INTO card_balances (account_id, mode, slot, held_cents, open_cards)
+         SELECT account_id, mode, 0, SUM(${held("cards")}), SUM(${open("cards")}) FROM cards
+         WHERE hold_status = 'OPEN' OR status = 'OPEN' GROUP BY account_id, mode`,
+      );
+      for (const t of TRIGGERS) await q.query(mysql ? mysqlTrigger(t) : sqliteTrigger(t));
+    } finally {
+      if (mysql) await q.query("UNLOCK TABLES");
+    }
+  }
+
+  async down(q: QueryRunner): Promise<void> {
+    for (const t of TRIGGERS) await q.query(`DROP TRIGGER IF EXISTS ${t.name}`);
+    await q.dropTable("card_balances");
+  }
+}
