@@ -77,8 +77,8 @@ app.get("/v1/balance", async (req, reply) => {
   const [[money], [pending], [policy], [account]] = await Promise.all([
     db.all(
       `SELECT
-         (SELECT COALESCE(SUM(amount_cents), 0) FROM cards WHERE account_id = ? AND mode = ? AND hold_status = 'OPEN') AS held,
-         (SELECT COUNT(1) FROM cards WHERE account_id = ? AND mode = ? AND status = 'OPEN') AS open,
+         (SELECT COALESCE(SUM(held_cents), 0) FROM card_balances WHERE account_id = ? AND mode = ?) AS held,
+         (SELECT COALESCE(SUM(open_cards), 0) FROM card_balances WHERE account_id = ? AND mode = ?) AS open,
          (SELECT COALESCE(SUM(amount_cents), 0) FROM payments WHERE account_id = ? AND mode = ? AND status = 'uncollected') AS uncollected`,
       [p.accountId, p.mode, p.accountId, p.mode, p.accountId, p.mode],
     ),
@@ -135,6 +135,27 @@ app.get<{ Params: { id: string } }>("/v1/cards/:id", async (req, reply) => {
     processor_card_id: card.processor_card_id ?? "",
     ephemeral_key_secret: secret,
   };
+});
+
+app.get<{ Querystring: { limit?: string } }>("/v1/events", async (req, reply) => {
+  const p = await auth(req.headers.authorization);
+  if (!p) return reply.code(401).send({ error: { code: "unauthorized" } });
+  const limit = Number(req.query.limit ?? 20);
+  // As the server (EventService.list): newest first on (account_id, mode, seq), index pinned.
+  const rows = await db.all(
+    `SELECT * FROM events ${url.startsWith("sqlite:") ? "INDEXED BY ix_events_list" : "FORCE INDEX (ix_events_list)"} WHERE account_id = ? AND mode = ? ORDER BY seq DESC LIMIT ${limit + 1}`,
+    [p.accountId, p.mode],
+  );
+  const view = (e: Row) => ({
+    id: e.id,
+    object: "event",
+    type: e.type,
+    created_at: iso(e.created_at),
+    mode: e.mode,
+    actor: { type: e.actor_type, id: e.actor_id },
+    data: { object: JSON.parse(e.data) },
+  });
+  return { data: rows.slice(0, limit).map(view), has_more: rows.length > limit };
 });
 
 const address = await app.listen({ port: 0, host: "127.0.0.1" });

@@ -67,6 +67,8 @@ function cardBalanceCases(open: () => Promise<DataSource>) {
       () => set(opened, "status = 'CLOSED'"), // closed, the hold not yet released
       () => set(opened, "hold_status = 'RELEASED'"), // released
       () => set(live, "hold_status = 'EXPIRED'"), // the hold lapsed, the card still open
+      // Moved by hand to another mode or account (the API never does), alone or with a transition.
+      () => insert(a, "test", "OPEN", "OPEN", 50).then((id) => set(id, "mode = 'live'").then(() => set(id, "account_id = '" + b + "', status = 'CLOSED'"))),
       () => insert(b, "live", "CREATING", "PENDING", 900).then((id) => set(id, "status = 'FAILED', hold_status = 'RELEASED'")),
       () => ds.query("DELETE FROM cards WHERE id = ?", [other]), // an open card deleted
       () => ds.query("DELETE FROM cards WHERE id = ?", [opened]), // a closed card deleted

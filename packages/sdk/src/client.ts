@@ -347,7 +347,9 @@ export class Approvals {
               return { status: "APPROVED", approval, card };
             } catch (err) {
               if (err instanceof UserAbortError && !signal?.aborted) throw new DecisionTimeoutError(id, timeoutMs ?? 0);
-              if (!isTransient(err)) throw err;
+              // Not found: the approval is APPROVED as its card's creation starts, and the card
+              // shows once it is OPEN (if the mint fails, the approval goes back to PENDING).
+              if (!isTransient(err) && !(err instanceof NotFoundError)) throw err;
               // the next poll finds it APPROVED again and fetches the card again
             }
           }

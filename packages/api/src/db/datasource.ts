@@ -40,7 +40,6 @@ export function createDataSource(url: string): DataSource {
         db.pragma("journal_mode = WAL");
         db.pragma("busy_timeout = 5000");
         db.pragma("synchronous = NORMAL");
-        db.pragma("cache_size = -65536");
       },
     });
   }

@@ -9,7 +9,8 @@ const open = (row: string) => `CASE WHEN ${row}.status = 'OPEN' THEN 1 ELSE 0 EN
 
 /**
  * The three triggers: the change each makes to the card's slot (new contribution − old), and when
- * it has one to make. A card's account, mode and seq never change, so its slot is fixed.
+ * it has one to make. The API never moves a card to another account or mode (its seq never
+ * changes); a move by hand is handled by MOVE_TRIGGER.
  */
 const TRIGGERS = [
   { name: "tr_cards_balance_insert", event: "INSERT", sqliteEvent: "INSERT", row: "NEW", dHeld: held("NEW"), dOpen: open("NEW") },
@@ -24,7 +25,18 @@ const TRIGGERS = [
   { name: "tr_cards_balance_delete", event: "DELETE", sqliteEvent: "DELETE", row: "OLD", dHeld: `-(${held("OLD")})`, dOpen: `-(${open("OLD")})` },
 ];
 
-const upsertValues = (t: (typeof TRIGGERS)[number]) =>
+/** A card moved to another account or mode: its old contribution leaves the old slot for the new one. */
+const MOVE = {
+  name: "tr_cards_balance_move",
+  sqliteEvent: "UPDATE OF account_id, mode",
+  when: "OLD.account_id <> NEW.account_id OR OLD.mode <> NEW.mode",
+  upserts: [
+    { row: "OLD", dHeld: `-(${held("OLD")})`, dOpen: `-(${open("OLD")})` },
+    { row: "NEW", dHeld: held("OLD"), dOpen: open("OLD") },
+  ],
+};
+
+const upsertValues = (t: { row: string; dHeld: string; dOpen: string }) =>
   `INSERT INTO card_balances (account_id, mode, slot, held_cents, open_cards)
     VALUES (${t.row}.account_id, ${t.row}.mode, ${t.row}.seq % ${BALANCE_SLOTS}, ${t.dHeld}, ${t.dOpen})`;
 const changes = (t: (typeof TRIGGERS)[number]) => `(${t.dHeld}) <> 0 OR (${t.dOpen}) <> 0`;
@@ -43,6 +55,21 @@ const mysqlTrigger = (t: (typeof TRIGGERS)[number]) => `CREATE TRIGGER ${t.name}
     IF ${changes(t)} THEN
       ${upsertValues(t)}
       ON DUPLICATE KEY UPDATE held_cents = held_cents + (${t.dHeld}), open_cards = open_cards + (${t.dOpen});
+    END IF;
+  END`;
+
+const sqliteMoveTrigger = `CREATE TRIGGER ${MOVE.name} AFTER ${MOVE.sqliteEvent} ON cards
+  WHEN ${MOVE.when}
+  BEGIN
+    ${MOVE.upserts.map((u) => `${upsertValues(u)}
+    ON CONFLICT(account_id, mode, slot) DO UPDATE SET held_cents = held_cents + excluded.held_cents, open_cards = open_cards + excluded.open_cards;`).join("\n    ")}
+  END`;
+
+const mysqlMoveTrigger = `CREATE TRIGGER ${MOVE.name} AFTER UPDATE ON cards FOR EACH ROW
+  BEGIN
+    IF ${MOVE.when} THEN
+      ${MOVE.upserts.map((u) => `${upsertValues(u)}
+      ON DUPLICATE KEY UPDATE held_cents = held_cents + (${u.dHeld}), open_cards = open_cards + (${u.dOpen});`).join("\n      ")}
     END IF;
   END`;
 
@@ -87,13 +114,14 @@ export class CardBalances1733900000000 implements MigrationInterface {
          WHERE hold_status = 'OPEN' OR status = 'OPEN' GROUP BY account_id, mode`,
       );
       for (const t of TRIGGERS) await q.query(mysql ? mysqlTrigger(t) : sqliteTrigger(t));
+      await q.query(mysql ? mysqlMoveTrigger : sqliteMoveTrigger);
     } finally {
       if (mysql) await q.query("UNLOCK TABLES");
     }
   }
 
   async down(q: QueryRunner): Promise<void> {
-    for (const t of TRIGGERS) await q.query(`DROP TRIGGER IF EXISTS ${t.name}`);
+    for (const t of [...TRIGGERS, MOVE]) await q.query(`DROP TRIGGER IF EXISTS ${t.name}`);
     await q.dropTable("card_balances");
   }
 }
