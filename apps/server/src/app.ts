@@ -1,5 +1,5 @@
 import "./http/types.js";
-import { createDataSource, createServices, migrate, newId, startCheckpointer, WebhookSender, WebhookWorker } from "@cardctl/api";
+import { createDataSource, createServices, migrate, newId, startCheckpointer, ThreadedWebhookSender, WebhookWorker } from "@cardctl/api";
 import cookie from "@fastify/cookie";
 import Fastify, { LogController, type FastifyServerOptions } from "fastify";
 import pretty from "pino-pretty";
@@ -118,10 +118,14 @@ export async function buildApp(config: Config, opts: AppOptions = {}) {
   const dashboardPage = await registerDashboard(app, { stripe: config.processor === "stripe" });
   registerSetup(app, services, config.publicUrl, dashboardPage);
   await registerStripeWebhooks(app, services, config.stripeWebhookSecret);
-  // Outgoing webhooks are delivered by every instance, from the database's queue (leased claims).
-  const sender = new WebhookSender({ timeoutMs: config.webhookTimeoutMs, allowPrivate: config.webhookAllowPrivate });
+  // Outgoing webhooks are delivered by every instance, from the database's queue (leased claims),
+  // sent from a thread of their own so that delivering costs the API's thread next to nothing.
+  const sender = new ThreadedWebhookSender({ timeoutMs: config.webhookTimeoutMs, allowPrivate: config.webhookAllowPrivate });
   const webhookWorker = new WebhookWorker(services.webhookDeliveries, sender.send, (err, msg) => app.log.error({ err }, msg), () => sender.close());
-  app.addHook("onReady", async () => webhookWorker.start());
+  app.addHook("onReady", async () => {
+    sender.start();
+    webhookWorker.start();
+  });
   app.addHook("onClose", async () => {
     await webhookWorker.stop();
     await stopCheckpointer();

@@ -351,7 +351,7 @@ describe("auto-disable when the retry schedule ends", () => {
   let server: TestServer;
   let receiver: Receiver;
   beforeAll(async () => {
-    server = await startServer({ ...FAST, WEBHOOK_RETRY_WINDOW_MS: "600" });
+    server = await startServer({ ...FAST, WEBHOOK_RETRY_WINDOW_MS: "1500" });
     receiver = await startReceiver();
   });
   afterAll(async () => {

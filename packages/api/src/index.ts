@@ -8,6 +8,7 @@ export { ownerView, SESSION_IDLE_MS, type OwnerPrincipal } from "./domain/owners
 export { addEventFanOut, eventStatements, eventView, type EventFanOut, type EventView, type NewEvent } from "./domain/events.js";
 export { WebhookWorker, type WebhookWorkerOptions } from "./domain/webhook-worker.js";
 export { WebhookSender, type SendWebhook, type SendOutcome, type WebhookMessage } from "./webhooks/sender.js";
+export { ThreadedWebhookSender } from "./webhooks/threaded-sender.js";
 export { sha256, safeEqual } from "./domain/secrets.js";
 export { credentialOf } from "./domain/credentials.js";
 export { describeIssues, validationError, type ValidationIssue } from "./domain/validation.js";
