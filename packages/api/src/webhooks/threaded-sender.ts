@@ -7,6 +7,9 @@ const { workerData } = require("node:worker_threads");
 import(workerData.tsx).then(({ register }) => { register(); return import(workerData.entry); });
 `;
 
+/** The thread holds at most a few dozen requests: V8's default young generation alone would be tens of MB. */
+const HEAP = { maxYoungGenerationSizeMb: 2, maxOldGenerationSizeMb: 64 };
+
 type Reply = { id: number; outcome: SendOutcome } | { id: number; error: string };
 
 /**
@@ -53,8 +56,9 @@ export class ThreadedWebhookSender {
         new Worker(TSX_BOOTSTRAP, {
           eval: true,
           workerData: { ...this.opts, tsx: import.meta.resolve("tsx/esm/api"), entry: new URL("./sender-thread.ts", import.meta.url).href },
+          resourceLimits: HEAP,
         })
-      : new Worker(new URL("./sender-thread.js", import.meta.url), { workerData: this.opts });
+      : new Worker(new URL("./sender-thread.js", import.meta.url), { workerData: this.opts, resourceLimits: HEAP });
     worker.on("message", (reply: Reply) => {
       const waiting = this.pending.get(reply.id);
       this.pending.delete(reply.id);
