@@ -14,7 +14,7 @@
  *  4. drives autocannon from this process (separate from both servers) for each case, with a
  *     short unrecorded warm-up, and prints req/s, p50, p99 and the ratio to the baseline:
  *     balance, the list of 20 on each card account and get, on /v1 and /trpc; balance on the 100
- *     and 100k accounts and the events list on the 1 and 1M accounts; POST /v1/cards;
+ *     and 100k accounts and the events list on the 20 and 1M accounts; POST /v1/cards;
  *  5. real-time authorization decisions: Stripe's signed issuing_authorization.request webhook
  *     while POST /v1/cards runs at full speed beside it, then alone, then the simulated
  *     processor's test helper (POST /v1/test_helpers/cards/:id/authorizations) alone;

@@ -73,7 +73,7 @@ async function mysqlExecute(on: MysqlExecutor, sql: string, params: unknown[]): 
 export async function runSql(ds: DataSource, sql: string, params: unknown[]): Promise<SqlResult> {
   if (ds.options.type === "better-sqlite3") {
     const stmt = prepared(ds, sql);
-    return stmt.reader ? { records: stmt.all(...params), raw: undefined } : inGroupCommit(ds, () => sqliteRun(ds, sql, params));
+    return stmt.reader ? execute(stmt, params) : inGroupCommit(ds, () => execute(stmt, params));
   }
   const pool = (ds.driver as unknown as { pool: MysqlExecutor }).pool;
   return retryOnDeadlock(() => mysqlExecute(pool, sql, params));
@@ -99,8 +99,10 @@ function prepared(ds: DataSource, sql: string): PreparedStatement {
 }
 
 /** One statement on better-sqlite3, synchronously, with prepared statements kept per SQL string. */
-function sqliteRun(ds: DataSource, sql: string, params: unknown[]): SqlResult {
-  const stmt = prepared(ds, sql);
+const sqliteRun = (ds: DataSource, sql: string, params: unknown[]): SqlResult => execute(prepared(ds, sql), params);
+
+/** A prepared statement run: a read's rows, or a write's changes and last inserted row id. */
+function execute(stmt: PreparedStatement, params: unknown[]): SqlResult {
   if (stmt.reader) return { records: stmt.all(...params), raw: undefined };
   const res = stmt.run(...params);
   return { records: [], affected: res.changes, raw: res.lastInsertRowid };

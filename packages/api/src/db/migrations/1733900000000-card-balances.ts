@@ -7,68 +7,73 @@ const BALANCE_SLOTS = 16;
 const held = (row: string) => `CASE WHEN ${row}.hold_status = 'OPEN' THEN ${row}.amount_cents ELSE 0 END`;
 const open = (row: string) => `CASE WHEN ${row}.status = 'OPEN' THEN 1 ELSE 0 END`;
 
+/** One change to one slot: a row reference (NEW or OLD) names the slot, and the deltas to add. */
+interface Upsert {
+  row: "NEW" | "OLD";
+  dHeld: string;
+  dOpen: string;
+}
+
+/** A trigger on `cards`: when it fires (`when`) and what it adds to which slots. */
+interface BalanceTrigger {
+  name: string;
+  /** MySQL's event; SQLite's may name the columns whose change fires it. */
+  event: "INSERT" | "UPDATE" | "DELETE";
+  sqliteEvent: string;
+  when: string;
+  upserts: Upsert[];
+}
+
+/** A card's own change: new contribution − old, to its slot, when there is one to make. */
+const ownChange = (name: string, event: BalanceTrigger["event"], sqliteEvent: string, change: Upsert): BalanceTrigger => ({
+  name,
+  event,
+  sqliteEvent,
+  when: `(${change.dHeld}) <> 0 OR (${change.dOpen}) <> 0`,
+  upserts: [change],
+});
+
 /**
- * The three triggers: the change each makes to the card's slot (new contribution − old), and when
- * it has one to make. The API never moves a card to another account or mode (its seq never
- * changes); a move by hand is handled by MOVE_TRIGGER.
+ * The triggers. The API never moves a card to another account or mode (its seq never changes);
+ * a move by hand takes the card's old contribution from the old slot to the new one.
  */
-const TRIGGERS = [
-  { name: "tr_cards_balance_insert", event: "INSERT", sqliteEvent: "INSERT", row: "NEW", dHeld: held("NEW"), dOpen: open("NEW") },
-  {
-    name: "tr_cards_balance_update",
-    event: "UPDATE",
-    sqliteEvent: "UPDATE OF status, hold_status, amount_cents",
+const TRIGGERS: BalanceTrigger[] = [
+  ownChange("tr_cards_balance_insert", "INSERT", "INSERT", { row: "NEW", dHeld: held("NEW"), dOpen: open("NEW") }),
+  ownChange("tr_cards_balance_update", "UPDATE", "UPDATE OF status, hold_status, amount_cents", {
     row: "NEW",
     dHeld: `${held("NEW")} - ${held("OLD")}`,
     dOpen: `${open("NEW")} - ${open("OLD")}`,
+  }),
+  ownChange("tr_cards_balance_delete", "DELETE", "DELETE", { row: "OLD", dHeld: `-(${held("OLD")})`, dOpen: `-(${open("OLD")})` }),
+  {
+    name: "tr_cards_balance_move",
+    event: "UPDATE",
+    sqliteEvent: "UPDATE OF account_id, mode",
+    when: "OLD.account_id <> NEW.account_id OR OLD.mode <> NEW.mode",
+    upserts: [
+      { row: "OLD", dHeld: `-(${held("OLD")})`, dOpen: `-(${open("OLD")})` },
+      { row: "NEW", dHeld: held("OLD"), dOpen: open("OLD") },
+    ],
   },
-  { name: "tr_cards_balance_delete", event: "DELETE", sqliteEvent: "DELETE", row: "OLD", dHeld: `-(${held("OLD")})`, dOpen: `-(${open("OLD")})` },
 ];
 
-/** A card moved to another account or mode: its old contribution leaves the old slot for the new one. */
-const MOVE = {
-  name: "tr_cards_balance_move",
-  sqliteEvent: "UPDATE OF account_id, mode",
-  when: "OLD.account_id <> NEW.account_id OR OLD.mode <> NEW.mode",
-  upserts: [
-    { row: "OLD", dHeld: `-(${held("OLD")})`, dOpen: `-(${open("OLD")})` },
-    { row: "NEW", dHeld: held("OLD"), dOpen: open("OLD") },
-  ],
-};
-
-const upsertValues = (t: { row: string; dHeld: string; dOpen: string }) =>
+const upsertValues = (u: Upsert) =>
   `INSERT INTO card_balances (account_id, mode, slot, held_cents, open_cards)
-    VALUES (${t.row}.account_id, ${t.row}.mode, ${t.row}.seq % ${BALANCE_SLOTS}, ${t.dHeld}, ${t.dOpen})`;
-const changes = (t: (typeof TRIGGERS)[number]) => `(${t.dHeld}) <> 0 OR (${t.dOpen}) <> 0`;
+    VALUES (${u.row}.account_id, ${u.row}.mode, ${u.row}.seq % ${BALANCE_SLOTS}, ${u.dHeld}, ${u.dOpen})`;
 
-const sqliteTrigger = (t: (typeof TRIGGERS)[number]) => `CREATE TRIGGER ${t.name} AFTER ${t.sqliteEvent} ON cards
-  WHEN ${changes(t)}
+const sqliteTrigger = (t: BalanceTrigger) => `CREATE TRIGGER ${t.name} AFTER ${t.sqliteEvent} ON cards
+  WHEN ${t.when}
   BEGIN
-    ${upsertValues(t)}
-    ON CONFLICT(account_id, mode, slot) DO UPDATE SET held_cents = held_cents + excluded.held_cents, open_cards = open_cards + excluded.open_cards;
+    ${t.upserts.map((u) => `${upsertValues(u)}
+    ON CONFLICT(account_id, mode, slot) DO UPDATE SET held_cents = held_cents + excluded.held_cents, open_cards = open_cards + excluded.open_cards;`).join("\n    ")}
   END`;
 
 // One statement with its BEGIN … END body (no DELIMITER: that is the mysql client's, not the server's).
 // The deltas are repeated in the update clause: VALUES(col) there is deprecated on MySQL 8.
-const mysqlTrigger = (t: (typeof TRIGGERS)[number]) => `CREATE TRIGGER ${t.name} AFTER ${t.event} ON cards FOR EACH ROW
+const mysqlTrigger = (t: BalanceTrigger) => `CREATE TRIGGER ${t.name} AFTER ${t.event} ON cards FOR EACH ROW
   BEGIN
-    IF ${changes(t)} THEN
-      ${upsertValues(t)}
-      ON DUPLICATE KEY UPDATE held_cents = held_cents + (${t.dHeld}), open_cards = open_cards + (${t.dOpen});
-    END IF;
-  END`;
-
-const sqliteMoveTrigger = `CREATE TRIGGER ${MOVE.name} AFTER ${MOVE.sqliteEvent} ON cards
-  WHEN ${MOVE.when}
-  BEGIN
-    ${MOVE.upserts.map((u) => `${upsertValues(u)}
-    ON CONFLICT(account_id, mode, slot) DO UPDATE SET held_cents = held_cents + excluded.held_cents, open_cards = open_cards + excluded.open_cards;`).join("\n    ")}
-  END`;
-
-const mysqlMoveTrigger = `CREATE TRIGGER ${MOVE.name} AFTER UPDATE ON cards FOR EACH ROW
-  BEGIN
-    IF ${MOVE.when} THEN
-      ${MOVE.upserts.map((u) => `${upsertValues(u)}
+    IF ${t.when} THEN
+      ${t.upserts.map((u) => `${upsertValues(u)}
       ON DUPLICATE KEY UPDATE held_cents = held_cents + (${u.dHeld}), open_cards = open_cards + (${u.dOpen});`).join("\n      ")}
     END IF;
   END`;
@@ -114,14 +119,13 @@ export class CardBalances1733900000000 implements MigrationInterface {
          WHERE hold_status = 'OPEN' OR status = 'OPEN' GROUP BY account_id, mode`,
       );
       for (const t of TRIGGERS) await q.query(mysql ? mysqlTrigger(t) : sqliteTrigger(t));
-      await q.query(mysql ? mysqlMoveTrigger : sqliteMoveTrigger);
     } finally {
       if (mysql) await q.query("UNLOCK TABLES");
     }
   }
 
   async down(q: QueryRunner): Promise<void> {
-    for (const t of [...TRIGGERS, MOVE]) await q.query(`DROP TRIGGER IF EXISTS ${t.name}`);
+    for (const t of TRIGGERS) await q.query(`DROP TRIGGER IF EXISTS ${t.name}`);
     await q.dropTable("card_balances");
   }
 }
