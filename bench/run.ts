@@ -3,8 +3,9 @@
  * judge the targets of issue 19 in one run.
  *
  * For SQLite (always) and MariaDB (when 127.0.0.1:3306 answers), on a fresh database each:
- *  1. starts the real server as its own process (node --import tsx apps/server/src/main.ts,
- *     port 0, LOG_LEVEL=warn, RATE_LIMIT_PER_HOUR very high, MAINTENANCE_INTERVAL_MS=0);
+ *  1. builds the server and starts it as `npm start` does, as its own process (node
+ *     apps/server/dist/main.js, port 0, LOG_LEVEL=warn, RATE_LIMIT_PER_HOUR very high,
+ *     MAINTENANCE_INTERVAL_MS=0);
  *  2. seeds through the operator API five accounts (setup complete, one full test key each):
  *     three holding 10,000, 100 and 100,000 cards (2% OPEN with an open hold, the rest USED or
  *     CLOSED, like a long history), and two whose outbox holds 20 (one page) and 1,000,000 events spread over
@@ -33,7 +34,7 @@
  * server is bench/layers-server.ts (the same app plus routes that stop at shallower layers), the
  * cases run interleaved in BENCH_ROUNDS rounds (3) and the medians are printed; nothing is written.
  */
-import { spawn, type ChildProcess } from "node:child_process";
+import { execFileSync, spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { connect } from "node:net";
@@ -71,9 +72,9 @@ interface Proc {
   stop(): Promise<void>;
 }
 
-/** Spawns node with tsx and waits for "<banner> <url>" on stdout. */
+/** Spawns node (with tsx for a .ts script) and waits for "<banner> <url>" on stdout. */
 function startProcess(script: string, env: Record<string, string>, banner: RegExp, extraArgs: string[] = []): Promise<Proc> {
-  const child = spawn(process.execPath, [...extraArgs, "--import", "tsx", script], {
+  const child = spawn(process.execPath, [...extraArgs, ...(script.endsWith(".ts") ? ["--import", "tsx"] : []), script], {
     cwd: ROOT,
     env: { ...process.env, ...env },
     stdio: ["ignore", "pipe", "pipe"],
@@ -703,7 +704,7 @@ async function runDatabase(kind: "sqlite" | "mysql", stamp: string, withMemory: 
   try {
     if (CPU_PROF) mkdirSync(CPU_PROF, { recursive: true });
     server = await startProcess(
-      LAYERS ? "bench/layers-server.ts" : "apps/server/src/main.ts",
+      LAYERS ? "bench/layers-server.ts" : "apps/server/dist/main.js",
       {
         DATABASE_URL: db.url,
         PORT: "0",
@@ -862,6 +863,11 @@ if (wanted.includes("sqlite")) kinds.push("sqlite");
 if (wanted.includes("mysql")) {
   if (await mariadbAnswers()) kinds.push("mysql");
   else process.stdout.write("MariaDB does not answer on 127.0.0.1:3306: SQLite only.\n");
+}
+// The server measured is the one `npm start` runs: built JavaScript (and its webhook thread's).
+if (!LAYERS) {
+  process.stdout.write("building the server (turbo run build --filter=@cardctl/server...)…\n");
+  execFileSync("npx", ["turbo", "run", "build", "--filter=@cardctl/server...", "--output-logs=errors-only"], { cwd: ROOT, stdio: "inherit" });
 }
 const m = machine();
 process.stdout.write(`cardctl bench: ${m.nproc} × ${m.cpu}, ${m.ramGb} GB, node ${m.node}; ${DURATION} s per case, ${CONNECTIONS} connections\n`);
