@@ -10,9 +10,13 @@ export interface WebhookWorkerOptions {
   pollMs: number;
 }
 
-const DEFAULTS: WebhookWorkerOptions = { maxInFlight: 64, maxPerEndpoint: 8, pollMs: 500 };
-/** After an attempt ends, the next claim waits this long, so claims come in batches. */
-const REFILL_MS = 10;
+const DEFAULTS: WebhookWorkerOptions = { maxInFlight: 64, maxPerEndpoint: 16, pollMs: 500 };
+/**
+ * After an attempt ends, the next claim waits this long, so claims come in batches: each claim is
+ * five statements on the API's database whatever its size. With 16 attempts in flight per endpoint
+ * an endpoint still takes up to 640 deliveries/s; at 8 and 10 ms the worker claimed ~100 times a second.
+ */
+const REFILL_MS = 25;
 const PURGE_EVERY_MS = 3600 * 1000;
 
 /**
