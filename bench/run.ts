@@ -662,7 +662,7 @@ async function seedAll(kind: "sqlite" | "mysql", base: string, dbUrl: string): P
 async function dashboardFiles(base: string): Promise<string[]> {
   const res = await fetch(`${base}/`);
   const assets = [...(await res.text()).matchAll(/(?:src|href)="(\/assets\/[^"]+)"/g)].map((m) => m[1]!);
-  if (!res.ok || assets.length === 0) throw new Error(`GET / answered ${res.status} with ${assets.length} assets: build the dashboard first (npm run build)`);
+  if (!res.ok || assets.length === 0) throw new Error(`GET / answered ${res.status} with ${assets.length} assets: the dashboard was not built (its build runs before the bench: see the turbo output above)`);
   return ["/", ...assets];
 }
 
