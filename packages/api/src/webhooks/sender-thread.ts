@@ -1,12 +1,25 @@
 import { parentPort, workerData } from "node:worker_threads";
-import { WebhookSender, type WebhookMessage } from "./sender.js";
+import { WebhookSender } from "./sender.js";
+import type { FromThread, ToThread } from "./threaded-sender.js";
 
-/** The worker thread of ThreadedWebhookSender: sends each message it is handed and answers its outcome. */
+/**
+ * The worker thread of ThreadedWebhookSender: sends each message it is handed and answers its
+ * outcome; the outcomes of one turn of its event loop go back together.
+ */
 const sender = new WebhookSender(workerData as ConstructorParameters<typeof WebhookSender>[0]);
-parentPort!.on("message", (m: { id: number; message: WebhookMessage } | "close") => {
-  if (m === "close") return sender.close();
-  sender.send(m.message).then(
-    (outcome) => parentPort!.postMessage({ id: m.id, outcome }),
-    (err: unknown) => parentPort!.postMessage({ id: m.id, error: err instanceof Error ? err.message : String(err) }),
-  );
+let replies: FromThread = [];
+const answer = (reply: FromThread[number]) => {
+  if (replies.push(reply) === 1)
+    setImmediate(() => {
+      parentPort!.postMessage(replies);
+      replies = [];
+    });
+};
+parentPort!.on("message", (batch: ToThread) => {
+  if (batch === "close") return sender.close();
+  for (const { id, message } of batch)
+    sender.send(message).then(
+      (outcome) => answer({ id, outcome }),
+      (err: unknown) => answer({ id, error: err instanceof Error ? err.message : String(err) }),
+    );
 });

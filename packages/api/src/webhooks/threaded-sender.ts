@@ -1,5 +1,5 @@
 import { Worker } from "node:worker_threads";
-import type { SendOutcome, SendWebhook, WebhookSender } from "./sender.js";
+import type { SendOutcome, SendWebhook, WebhookMessage, WebhookSender } from "./sender.js";
 
 type Options = ConstructorParameters<typeof WebhookSender>[0];
 const TSX_BOOTSTRAP = `
@@ -15,6 +15,9 @@ import(workerData.tsx).then(({ register }) => { register(); return import(worker
 const HEAP = { maxOldGenerationSizeMb: 64 };
 
 type Reply = { id: number; outcome: SendOutcome } | { id: number; error: string };
+/** What crosses the thread boundary: the messages (or outcomes) of one turn of the event loop, together. */
+export type ToThread = { id: number; message: WebhookMessage }[] | "close";
+export type FromThread = Reply[];
 
 /**
  * A WebhookSender on a worker thread of its own. Sending is HTTP client work (a request, its
@@ -30,6 +33,8 @@ export class ThreadedWebhookSender {
   private readonly pending = new Map<number, { resolve(o: SendOutcome): void; reject(e: Error): void }>();
   private next = 0;
   private closed = false;
+  /** Messages of this turn, posted together at its end: one wake-up of the thread per claim, not per delivery. */
+  private outbox: { id: number; message: WebhookMessage }[] = [];
 
   constructor(private readonly opts: Options) {}
 
@@ -38,8 +43,22 @@ export class ThreadedWebhookSender {
       if (this.closed) return resolve({ ok: false, status: null, error: "not sent: the sender is closed" });
       const id = this.next++;
       this.pending.set(id, { resolve, reject });
-      this.thread().postMessage({ id, message });
+      if (this.outbox.push({ id, message }) === 1) setImmediate(() => this.flush());
     });
+
+  private flush(): void {
+    const batch = this.outbox;
+    this.outbox = [];
+    if (this.closed) for (const { id } of batch) this.settle({ id, outcome: { ok: false, status: null, error: "not sent: the sender is closed" } });
+    else this.thread().postMessage(batch satisfies ToThread);
+  }
+
+  private settle(reply: Reply): void {
+    const waiting = this.pending.get(reply.id);
+    this.pending.delete(reply.id);
+    if ("outcome" in reply) waiting?.resolve(reply.outcome);
+    else waiting?.reject(new Error(reply.error));
+  }
 
   /** Starts the thread ahead of the first message (loading it takes a moment, longer from TypeScript). */
   start(): void {
@@ -49,7 +68,8 @@ export class ThreadedWebhookSender {
   /** Ends the thread's connections: attempts in flight fail (and are answered), then the thread exits. */
   close(): void {
     this.closed = true;
-    this.worker?.postMessage("close");
+    this.flush();
+    this.worker?.postMessage("close" satisfies ToThread);
     this.exitWhenIdle();
   }
 
@@ -63,11 +83,8 @@ export class ThreadedWebhookSender {
           resourceLimits: HEAP,
         })
       : new Worker(new URL("./sender-thread.js", import.meta.url), { workerData: this.opts, resourceLimits: HEAP });
-    worker.on("message", (reply: Reply) => {
-      const waiting = this.pending.get(reply.id);
-      this.pending.delete(reply.id);
-      if ("outcome" in reply) waiting?.resolve(reply.outcome);
-      else waiting?.reject(new Error(reply.error));
+    worker.on("message", (replies: FromThread) => {
+      for (const reply of replies) this.settle(reply);
       this.exitWhenIdle();
     });
     // A thread that died fails what it held; the next message starts a new one.
