@@ -109,6 +109,15 @@ export class CardBalances1733900000000 implements MigrationInterface {
         withoutRowid: true,
       }),
     );
+    if (mysql) {
+      // A table made without a collation takes the connection's idea of the database default,
+      // which a pooled connection opened before 1732500000000 still holds as the old one: the
+      // columns compared with cards' take cards' collation, whatever the connection.
+      const [{ collation }] = await q.query(
+        "SELECT COLLATION_NAME AS collation FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'cards' AND COLUMN_NAME = 'account_id'",
+      );
+      await q.query(`ALTER TABLE card_balances CONVERT TO CHARACTER SET utf8mb4 COLLATE ${collation}`);
+    }
     // MySQL runs migrations outside a transaction (DDL commits anyway): the lock keeps cards
     // written by running instances from being counted twice (trigger and backfill) or never.
     if (mysql) await q.query("LOCK TABLES cards WRITE, card_balances WRITE");
