@@ -77,7 +77,7 @@ export class WebhookSender {
     try {
       await resolveWebhookHost(url.hostname, this.opts.allowPrivate);
     } catch (err) {
-      if (err instanceof AddressRefused) return { ok: false, status: null, error: `refused: ${err.message}` };
+      if (err instanceof AddressRefused) return { ok: false, status: null, error: failure(err) };
       throw err;
     }
     const timestamp = Math.floor(Date.now() / 1000);

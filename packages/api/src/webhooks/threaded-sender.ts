@@ -14,6 +14,9 @@ import(workerData.tsx).then(({ register }) => { register(); return import(worker
  */
 const HEAP = { maxOldGenerationSizeMb: 64 };
 
+/** The outcome of a message handed over after close(). */
+const CLOSED: SendOutcome = { ok: false, status: null, error: "not sent: the sender is closed" };
+
 type Reply = { id: number; outcome: SendOutcome } | { id: number; error: string };
 /** What crosses the thread boundary: the messages (or outcomes) of one turn of the event loop, together. */
 export type ToThread = { id: number; message: WebhookMessage }[] | "close";
@@ -40,7 +43,7 @@ export class ThreadedWebhookSender {
 
   readonly send: SendWebhook = (message) =>
     new Promise<SendOutcome>((resolve, reject) => {
-      if (this.closed) return resolve({ ok: false, status: null, error: "not sent: the sender is closed" });
+      if (this.closed) return resolve(CLOSED);
       const id = this.next++;
       this.pending.set(id, { resolve, reject });
       if (this.outbox.push({ id, message }) === 1) setImmediate(() => this.flush());
@@ -49,7 +52,7 @@ export class ThreadedWebhookSender {
   private flush(): void {
     const batch = this.outbox;
     this.outbox = [];
-    if (this.closed) for (const { id } of batch) this.settle({ id, outcome: { ok: false, status: null, error: "not sent: the sender is closed" } });
+    if (this.closed) for (const { id } of batch) this.settle({ id, outcome: CLOSED });
     else this.thread().postMessage(batch satisfies ToThread);
   }
 
