@@ -121,7 +121,9 @@ export async function buildApp(config: Config, opts: AppOptions = {}) {
   // Outgoing webhooks are delivered by every instance, from the database's queue (leased claims),
   // sent from a thread of their own so that delivering costs the API's thread next to nothing.
   const sender = new ThreadedWebhookSender({ timeoutMs: config.webhookTimeoutMs, allowPrivate: config.webhookAllowPrivate });
-  const webhookWorker = new WebhookWorker(services.webhookDeliveries, sender.send, (err, msg) => app.log.error({ err }, msg), () => sender.close());
+  const webhookWorker = new WebhookWorker(services.webhookDeliveries, sender.send, (err, msg) => app.log.error({ err }, msg), () => sender.close(), {
+    pollMs: config.webhookPollMs,
+  });
   app.addHook("onReady", async () => {
     sender.start();
     webhookWorker.start();

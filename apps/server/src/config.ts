@@ -42,6 +42,8 @@ export interface Config {
   webhookRetryBaseMs: number;
   /** Webhook retries stop this long after the event; then the endpoint is disabled. */
   webhookRetryWindowMs: number;
+  /** How often an instance looks for deliveries it was not woken for: other instances' events, retries, leases that ended. */
+  webhookPollMs: number;
   logLevel: string;
   /**
    * `pretty`: human-readable logs (pino-pretty), no per-request lines below debug, and a ready
@@ -158,6 +160,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, isTTY: boolean 
     webhookTimeoutMs: int(env, "WEBHOOK_TIMEOUT_MS", 10000, 100),
     webhookRetryBaseMs: int(env, "WEBHOOK_RETRY_BASE_MS", 5000, 1),
     webhookRetryWindowMs: int(env, "WEBHOOK_RETRY_WINDOW_MS", 3 * 24 * 3600 * 1000, 1),
+    webhookPollMs: int(env, "WEBHOOK_POLL_MS", 500, 10),
     eventStreamHeartbeatMs: int(env, "EVENT_STREAM_HEARTBEAT_MS", 15000, 100),
     logLevel,
     logFormat,

@@ -112,6 +112,24 @@ describe("webhook endpoints: API", () => {
   });
 });
 
+describe("webhook delivery: woken by the event's commit", () => {
+  it("sends an event committed on this instance at once, though the worker polls only hourly", async () => {
+    const server = await startServer({ ...FAST, WEBHOOK_POLL_MS: "3600000" });
+    const receiver = await startReceiver();
+    try {
+      const key = await (await server.newAccount()).key();
+      await endpointFor(server, receiver, "/woken", ["policy.updated"], key);
+      await touchPolicy(server, key);
+      const [got] = await eventually("delivered without a poll", () => receiver.at("/woken").length && receiver.at("/woken"));
+      expect(got!.event.type).toBe("policy.updated");
+      expect(receiver.invalid).toEqual([]);
+    } finally {
+      await server.close();
+      await receiver.close();
+    }
+  });
+});
+
 describe("webhook delivery", () => {
   let server: TestServer;
   let receiver: Receiver;

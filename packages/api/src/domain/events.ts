@@ -69,7 +69,23 @@ export function commitWithEvents(
   order: "change_first" | "events_first" = "change_first",
 ): Promise<SqlResult[] | null> {
   const recorded = events.flatMap((e) => eventStatements(ds, e));
-  return runAtomically(ds, order === "change_first" ? [...change, ...recorded] : [...recorded, ...change]);
+  return runAtomically(ds, order === "change_first" ? [...change, ...recorded] : [...recorded, ...change]).then((results) => {
+    if (results && events.length) for (const listener of committedListeners.get(ds) ?? []) listener();
+    return results;
+  });
+}
+
+const committedListeners = new WeakMap<DataSource, Set<() => void>>();
+
+/**
+ * Calls `listener` after each commit of this process on `ds` that wrote events (the delivery
+ * worker's wake-up; other instances' events are found by polling). Returns the unsubscribe.
+ */
+export function onEventsCommitted(ds: DataSource, listener: () => void): () => void {
+  let listeners = committedListeners.get(ds);
+  if (!listeners) committedListeners.set(ds, (listeners = new Set()));
+  listeners.add(listener);
+  return () => listeners.delete(listener);
 }
 
 /** An event as the API shows it (GET /v1/events, live streams, webhook bodies). */

@@ -4,7 +4,7 @@ import { WebhookEndpointEntity, type EventRecord } from "../db/entities.js";
 import { fastRepository, queryRows, runSql, type Statement } from "../db/fast.js";
 import { backoffMs } from "./backoff.js";
 import type { Deps } from "./deps.js";
-import { addEventFanOut, commitWithEvents, eventView, SYSTEM } from "./events.js";
+import { addEventFanOut, commitWithEvents, eventView, onEventsCommitted, SYSTEM } from "./events.js";
 import { randomToken } from "./ids.js";
 import { endpointView } from "./webhook-views.js";
 
@@ -74,6 +74,11 @@ export class WebhookDeliveryQueue {
   }
 
   private nextEndpoint = 0;
+
+  /** Calls `listener` after each commit of this process that wrote events: deliveries may be due. */
+  watch(listener: () => void): () => void {
+    return onEventsCommitted(this.ds, listener);
+  }
 
   /**
    * Up to ENDPOINTS_PER_CLAIM endpoints (of every account), going round from the last claim's.

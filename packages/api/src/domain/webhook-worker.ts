@@ -6,7 +6,7 @@ export interface WebhookWorkerOptions {
   maxInFlight: number;
   /** Attempts in flight to one endpoint: a slow or hanging receiver holds this many, never more. */
   maxPerEndpoint: number;
-  /** How often an idle worker looks for due deliveries (other instances' events, retries). */
+  /** How often an idle worker looks for due deliveries it was not woken for (other instances' events, retries). */
   pollMs: number;
 }
 
@@ -15,7 +15,9 @@ const DEFAULTS: WebhookWorkerOptions = { maxInFlight: 64, maxPerEndpoint: 16, po
  * After an attempt ends, the next claim waits this long, so claims come in batches: whatever its
  * size, a claim is four statements on the API's database (endpoints, due heads, the leasing UPDATE,
  * the claimed rows). With 16 attempts in flight per endpoint an endpoint still takes up to 640
- * deliveries/s; at 8 and 10 ms the worker claimed ~100 times a second.
+ * deliveries/s; at 8 and 10 ms the worker claimed ~100 times a second. An event committed on this
+ * instance wakes the worker this soon too: its deliveries leave within milliseconds, not at the
+ * next poll, and under load the worker still claims at most once per REFILL_MS.
  */
 const REFILL_MS = 25;
 const PURGE_EVERY_MS = 3600 * 1000;
@@ -38,6 +40,7 @@ export class WebhookWorker {
   private purgeTimer: NodeJS.Timeout | undefined;
   private polling = false;
   private stopped = false;
+  private unwatch: (() => void) | undefined;
 
   constructor(
     private readonly queue: WebhookDeliveryQueue,
@@ -50,6 +53,7 @@ export class WebhookWorker {
   }
 
   start(): void {
+    this.unwatch = this.queue.watch(() => this.schedule(REFILL_MS));
     this.schedule(0);
     this.purgeTimer = setInterval(() => this.queue.purgeExpired().catch((err) => this.onError(err, "webhook delivery purge failed")), PURGE_EVERY_MS);
     this.purgeTimer.unref();
@@ -57,6 +61,7 @@ export class WebhookWorker {
 
   async stop(): Promise<void> {
     this.stopped = true;
+    this.unwatch?.();
     clearTimeout(this.timer);
     clearInterval(this.purgeTimer);
     this.closeSender();
