@@ -28,7 +28,8 @@
  *
  * Knobs (env): BENCH_DURATION (s, default 10), BENCH_CONNECTIONS (10), BENCH_DB (sqlite,mysql),
  * BENCH_ONLY (cases whose name holds it, with their baselines), BENCH_MEMORY_REQUESTS (200000; 0 skips),
- * BENCH_CPU_PROF=<dir> (server runs with --cpu-prof into <dir>), BENCH_NO_WRITE=1 (no json/md).
+ * BENCH_CPU_PROF=<dir> (server runs with --cpu-prof into <dir>), BENCH_NO_WRITE=1 (no json/md),
+ * BENCH_WEBHOOK_ROUNDS (3: rounds of the webhook cases' none, three, three, none).
  *
  * `npm run bench:layers` (BENCH_LAYERS=1) measures instead where GET /v1/balance's time goes: the
  * server is bench/layers-server.ts (the same app plus routes that stop at shallower layers), the
@@ -48,6 +49,8 @@ import { randomToken } from "../packages/api/src/domain/ids.js";
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const DURATION = Number(process.env.BENCH_DURATION ?? 10);
+/** Rounds of the webhook cases' none, three, three, none (each segment DURATION / 2). */
+const WEBHOOK_ROUNDS = Number(process.env.BENCH_WEBHOOK_ROUNDS ?? 3);
 const WARMUP = Math.min(2, Math.max(1, Math.round(DURATION / 5)));
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 10);
 const ONLY = process.env.BENCH_ONLY;
@@ -384,17 +387,18 @@ async function measure(db: string, c: Case, url: string, pid: number, duration =
 }
 
 /** Two measurements of one case, of equal duration, as one. */
-function combine(a: Result, b: Result): Result {
-  const total = a.total + b.total;
+/** Segments of one case measured for equal durations, as one result: rates averaged, worst percentiles. */
+function combine(parts: Result[]): Result {
+  const total = parts.reduce((n, r) => n + r.total, 0);
   return {
-    ...a,
-    reqPerSec: Math.round((a.reqPerSec + b.reqPerSec) / 2),
-    p50: Math.max(a.p50, b.p50),
-    p99: Math.max(a.p99, b.p99),
+    ...parts[0]!,
+    reqPerSec: Math.round(parts.reduce((n, r) => n + r.reqPerSec, 0) / parts.length),
+    p50: Math.max(...parts.map((r) => r.p50)),
+    p99: Math.max(...parts.map((r) => r.p99)),
     total,
-    cpuUsPerReq: Math.round((a.cpuUsPerReq * a.total + b.cpuUsPerReq * b.total) / Math.max(1, total)),
-    non2xx: a.non2xx + b.non2xx,
-    errors: a.errors + b.errors,
+    cpuUsPerReq: Math.round(parts.reduce((n, r) => n + r.cpuUsPerReq * r.total, 0) / Math.max(1, total)),
+    non2xx: parts.reduce((n, r) => n + r.non2xx, 0),
+    errors: parts.reduce((n, r) => n + r.errors, 0),
   };
 }
 
@@ -608,12 +612,19 @@ async function webhookCases(kind: "sqlite" | "mysql", server: Proc): Promise<Res
     const none = await seedAccount(server.url, null, "Bench webhooks none", 0);
     const three = await seedAccount(server.url, null, "Bench webhooks 3", 0);
     for (const path of ["/ok-1", "/ok-2", "/hang"]) await api(server.url, "POST", "/v1/webhook_endpoints", three.key, { url: receiver.url + path, events: ["*"] });
-    // In the order none, three, three, none (half the duration each): the database grows during the
-    // run and each create costs a little more, which a plain "none, then three" charged to three.
+    // In the order none, three, three, none (half the duration each), WEBHOOK_ROUNDS times: the
+    // database grows during the run and each create costs a little more, which a plain "none, then
+    // three" charged to three; the host's noise drifts over minutes, which one round leaves in.
     const half = (name: string, key: string) => measure(kind, createCase(name, key), server.url, server.child.pid!, DURATION / 2);
-    const first = await half(WEBHOOKS_NONE, none.key);
-    const withThree = combine(await half(WEBHOOKS_THREE, three.key), await half(WEBHOOKS_THREE, three.key));
-    const without = combine(first, await half(WEBHOOKS_NONE, none.key));
+    const nones: Result[] = [];
+    const threes: Result[] = [];
+    for (let round = 0; round < WEBHOOK_ROUNDS; round++) {
+      nones.push(await half(WEBHOOKS_NONE, none.key));
+      threes.push(await half(WEBHOOKS_THREE, three.key), await half(WEBHOOKS_THREE, three.key));
+      nones.push(await half(WEBHOOKS_NONE, none.key));
+    }
+    const without = combine(nones);
+    const withThree = combine(threes);
     withThree.ratio = Math.round((withThree.reqPerSec / without.reqPerSec) * 100) / 100;
     return [without, withThree];
   } finally {
