@@ -386,7 +386,6 @@ async function measure(db: string, c: Case, url: string, pid: number, duration =
   return out;
 }
 
-/** Two measurements of one case, of equal duration, as one. */
 /** Segments of one case measured for equal durations, as one result: rates averaged, worst percentiles. */
 function combine(parts: Result[]): Result {
   const total = parts.reduce((n, r) => n + r.total, 0);
