@@ -1,6 +1,6 @@
 import { createHmac } from "node:crypto";
 import type { LookupFunction } from "node:net";
-import { Agent, request } from "undici";
+import { Agent, type Dispatcher } from "undici";
 import { AddressRefused, resolveWebhookHost } from "./addresses.js";
 
 /** One message to one endpoint: the event's JSON, signed with the endpoint's secret. */
@@ -57,6 +57,13 @@ const failure = (err: unknown): string => {
   return e.cause instanceof AddressRefused ? `refused: ${e.cause.message}` : (e.message ?? String(err));
 };
 
+/** A whole answer's outcome: a 2xx is success; a redirect is not followed. */
+function outcomeOf(status: number, location: string | undefined): SendOutcome {
+  if (status >= 200 && status < 300) return { ok: true, status, error: null };
+  if (status >= 300 && status < 400) return { ok: false, status, error: `redirect (HTTP ${status}${location ? ` to ${location}` : ""}) not followed` };
+  return { ok: false, status, error: `HTTP ${status}` };
+}
+
 /**
  * Sends webhooks over HTTP(S), Standard Webhooks style (webhook-id, webhook-timestamp,
  * webhook-signature: v1,<base64 HMAC-SHA256>), with undici: about half the CPU per request of
@@ -88,26 +95,48 @@ export class WebhookSender {
       "webhook-timestamp": String(timestamp),
       "webhook-signature": signWebhook(m.secret, m.id, timestamp, m.payload),
     };
-    const deadline = new AbortController();
-    const timer = setTimeout(() => deadline.abort(new Error(`no answer within ${this.opts.timeoutMs} ms`)), this.opts.timeoutMs);
-    let status: number | null = null;
-    try {
-      const res = await request(url, { method: "POST", headers, body: m.payload, dispatcher: this.agent, signal: deadline.signal });
-      status = res.statusCode;
-      // The answer counts once it is whole (its body is read and dropped), within the timeout.
-      for await (const _ of res.body);
-      if (status >= 200 && status < 300) return { ok: true, status, error: null };
-      if (status >= 300 && status < 400) {
-        const location = res.headers.location;
-        return { ok: false, status, error: `redirect (HTTP ${status}${location ? ` to ${location}` : ""}) not followed` };
-      }
-      return { ok: false, status, error: `HTTP ${status}` };
-    } catch (err) {
-      return { ok: false, status, error: failure(err) };
-    } finally {
-      clearTimeout(timer);
-    }
+    return this.post(url, headers, m.payload);
   };
+
+  /**
+   * One POST through the agent's dispatch() with a handler of callbacks: the answer's body is
+   * dropped as it arrives, with no stream or promise per chunk (half the CPU of `request()`, whose
+   * body is a Readable). The deadline covers the whole answer; if it passes before the request has
+   * left (still connecting), the request is aborted as it starts.
+   */
+  private post(url: URL, headers: Record<string, string>, body: string): Promise<SendOutcome> {
+    return new Promise((resolve) => {
+      let controller: Dispatcher.DispatchController | undefined;
+      let status: number | null = null;
+      let location: string | undefined;
+      let timedOut: Error | undefined;
+      const finish = (outcome: SendOutcome) => {
+        clearTimeout(timer);
+        resolve(outcome);
+      };
+      const timer = setTimeout(() => {
+        timedOut = new Error(`no answer within ${this.opts.timeoutMs} ms`);
+        controller?.abort(timedOut);
+        resolve({ ok: false, status, error: timedOut.message });
+      }, this.opts.timeoutMs);
+      this.agent.dispatch(
+        { origin: url.origin, path: url.pathname + url.search, method: "POST", headers, body },
+        {
+          onRequestStart: (c) => {
+            controller = c;
+            if (timedOut) c.abort(timedOut);
+          },
+          onResponseStart: (_c, statusCode, responseHeaders) => {
+            status = statusCode;
+            location = responseHeaders.location as string | undefined;
+          },
+          // The answer counts once it is whole (its body is read and dropped), within the timeout.
+          onResponseEnd: () => finish(outcomeOf(status!, location)),
+          onResponseError: (_c, err) => finish({ ok: false, status, error: failure(err) }),
+        },
+      );
+    });
+  }
 
   close(): void {
     void this.agent.destroy().catch(() => undefined);
