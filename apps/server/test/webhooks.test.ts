@@ -113,15 +113,51 @@ describe("webhook endpoints: API", () => {
 });
 
 describe("webhook delivery: woken by the event's commit", () => {
-  it("sends an event committed on this instance at once, though the worker polls only hourly", async () => {
+  it("sends an event committed on this instance at once, and a delivery retried on it, though the worker polls only hourly", async () => {
     const server = await startServer({ ...FAST, WEBHOOK_POLL_MS: "3600000" });
     const receiver = await startReceiver();
     try {
       const key = await (await server.newAccount()).key();
       await endpointFor(server, receiver, "/woken", ["policy.updated"], key);
       await touchPolicy(server, key);
+      const endpointId = (await server.request("GET", "/v1/webhook_endpoints", { key })).body.data[0].id;
       const [got] = await eventually("delivered without a poll", () => receiver.at("/woken").length && receiver.at("/woken"));
       expect(got!.event.type).toBe("policy.updated");
+      // Written already claimed by this instance: one attempt, then succeeded.
+      const [d] = await eventually("succeeded", async () => {
+        const list = await deliveriesOf(server, endpointId, key);
+        return list[0]?.status === "succeeded" && list;
+      });
+      expect(d).toMatchObject({ attempts: 1, last_response_status: 200 });
+      // A manual retry wakes the worker too.
+      expect((await server.request("POST", `/v1/webhook_endpoints/${endpointId}/deliveries/${d.id}/retry`, { key })).status).toBe(200);
+      await eventually("sent again without a poll", () => receiver.at("/woken").length === 2);
+      expect(receiver.invalid).toEqual([]);
+    } finally {
+      await server.close();
+      await receiver.close();
+    }
+  });
+});
+
+describe("webhook delivery: a hanging receiver", () => {
+  it("holds at most 16 attempts, delays no other receiver, and gets its whole backlog once it answers", async () => {
+    // A timeout longer than the test's first part: nothing is retried meanwhile.
+    const server = await startServer({ ...FAST, WEBHOOK_TIMEOUT_MS: "5000" });
+    const receiver = await startReceiver();
+    try {
+      const key = await (await server.newAccount()).key();
+      receiver.behave("/hold", "hang");
+      await endpointFor(server, receiver, "/hold", ["policy.updated"], key);
+      await endpointFor(server, receiver, "/fine", ["policy.updated"], key);
+      for (let i = 0; i < 20; i++) await touchPolicy(server, key);
+      await eventually("all 20 at the answering receiver", () => receiver.at("/fine").length === 20);
+      expect(receiver.at("/hold").length).toBe(16);
+      receiver.behave("/hold", "ok");
+      // The 16 attempts time out and are retried; the 4 that waited for a slot are sent as slots free.
+      const ids = (path: string) => new Set(receiver.at(path).map((r) => r.event.id));
+      await eventually("every event at the receiver that hung", () => ids("/hold").size === 20, 30_000);
+      expect(ids("/hold")).toEqual(ids("/fine"));
       expect(receiver.invalid).toEqual([]);
     } finally {
       await server.close();

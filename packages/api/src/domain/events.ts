@@ -26,10 +26,18 @@ export interface NewEvent {
 }
 
 /**
+ * A statement of an event's transaction; `afterCommit` is told its result once the transaction
+ * committed (by commitWithEvents, which every event is written through).
+ */
+export interface EventStatement extends Statement {
+  afterCommit?: (result: SqlResult) => void;
+}
+
+/**
  * Statements to commit with every event, beside its insert, in the same transaction (the hook of
  * outgoing webhooks: their delivery rows). Each receives the event row as inserted.
  */
-export type EventFanOut = (ds: DataSource, event: Omit<EventRecord, "seq">) => Statement[];
+export type EventFanOut = (ds: DataSource, event: Omit<EventRecord, "seq">) => EventStatement[];
 const fanOuts: EventFanOut[] = [];
 
 /** Registers statements to run with every event recorded from now on (see EventFanOut). */
@@ -39,10 +47,10 @@ export function addEventFanOut(fanOut: EventFanOut): void {
 
 /**
  * The outbox (DESIGN 3.7): the statements that record an event, to run in the state change's own
- * transaction (runAtomically, after the conditional update whose `expect` guards the transition),
+ * transaction (commitWithEvents, after the conditional update whose `expect` guards the transition),
  * so an event exists exactly when its change committed. One insert, plus any fan-out.
  */
-export function eventStatements(ds: DataSource, e: NewEvent): Statement[] {
+export function eventStatements(ds: DataSource, e: NewEvent): EventStatement[] {
   const row: Omit<EventRecord, "seq"> = {
     id: newId("evt"),
     account_id: e.accountId,
@@ -64,28 +72,16 @@ export function eventStatements(ds: DataSource, e: NewEvent): Statement[] {
  */
 export function commitWithEvents(
   ds: DataSource,
-  change: Statement[],
+  change: EventStatement[],
   events: NewEvent[],
   order: "change_first" | "events_first" = "change_first",
 ): Promise<SqlResult[] | null> {
   const recorded = events.flatMap((e) => eventStatements(ds, e));
-  return runAtomically(ds, order === "change_first" ? [...change, ...recorded] : [...recorded, ...change]).then((results) => {
-    if (results && events.length) for (const listener of committedListeners.get(ds) ?? []) listener();
+  const steps = order === "change_first" ? [...change, ...recorded] : [...recorded, ...change];
+  return runAtomically(ds, steps).then((results) => {
+    if (results) steps.forEach((step, i) => step.afterCommit?.(results[i]!));
     return results;
   });
-}
-
-const committedListeners = new WeakMap<DataSource, Set<() => void>>();
-
-/**
- * Calls `listener` after each commit of this process on `ds` that wrote events (the delivery
- * worker's wake-up; other instances' events are found by polling). Returns the unsubscribe.
- */
-export function onEventsCommitted(ds: DataSource, listener: () => void): () => void {
-  let listeners = committedListeners.get(ds);
-  if (!listeners) committedListeners.set(ds, (listeners = new Set()));
-  listeners.add(listener);
-  return () => listeners.delete(listener);
 }
 
 /** An event as the API shows it (GET /v1/events, live streams, webhook bodies). */

@@ -4,7 +4,7 @@ import { WebhookEndpointEntity, type EventRecord } from "../db/entities.js";
 import { fastRepository, queryRows, runSql, type Statement } from "../db/fast.js";
 import { backoffMs } from "./backoff.js";
 import type { Deps } from "./deps.js";
-import { addEventFanOut, commitWithEvents, eventView, onEventsCommitted, SYSTEM } from "./events.js";
+import { addEventFanOut, commitWithEvents, eventView, SYSTEM, type EventStatement } from "./events.js";
 import { randomToken } from "./ids.js";
 import { endpointView } from "./webhook-views.js";
 
@@ -13,8 +13,31 @@ const MAX_RETRY_DELAY_MS = 6 * 3600 * 1000;
 /** Finished deliveries are kept as long as events, then purged in batches. */
 const DELIVERY_RETENTION_MS = 30 * 24 * 3600 * 1000;
 const PURGE_BATCH = 1000;
+/** `whd_` and the 16 random characters of an event's deliveries (their ids end with 8 of the endpoint's). */
+const PREFIX_LENGTH = 20;
+/** Events whose fresh deliveries are read at once (two parameters each); the rest at the next poll. */
+const FRESH_PER_READ = 500;
 /** Endpoints looked at per claim; the next claim goes on after the last one (round robin). */
 const ENDPOINTS_PER_CLAIM = 200;
+
+/** The queue whose worker runs on this instance, per database: it sends what is committed here. */
+const sendingHere = new WeakMap<DataSource, WebhookDeliveryQueue>();
+
+/**
+ * Wakes the worker running on this instance, if any, after a delivery was made due here (a manual
+ * retry): it claims within 25 ms rather than at its next poll.
+ */
+export function wakeWorkerHere(ds: DataSource): void {
+  sendingHere.get(ds)?.wake();
+}
+
+/** Deliveries of one event committed here, leased to this instance by the fan-out. */
+export interface Fresh {
+  /** The ids' common start: `whd_` and the event's random part (see fanOutStatement). */
+  prefix: string;
+  leaseToken: string;
+  event: Omit<EventRecord, "seq">;
+}
 
 /**
  * The fan-out of the outbox: with every event, in its transaction, one delivery row per enabled
@@ -22,15 +45,41 @@ const ENDPOINTS_PER_CLAIM = 200;
  * endpoints' (account_id, mode, status) index: an account without endpoints costs one empty index
  * range, and endpoints made or deleted on any instance count at once (no cache to go stale).
  * A delivery's id is a random part per event plus 8 characters of the endpoint's id.
+ *
+ * On an instance whose worker runs, the rows are written already claimed by it (attempt 1, leased,
+ * its token), and it is told of them once they commit: it sends them without a claim's writes and
+ * reads. If the instance dies first, the lease ends and any instance claims them (at least once).
  */
-function fanOutStatement(ds: DataSource, event: Omit<EventRecord, "seq">): Statement {
+function fanOutStatement(ds: DataSource, event: Omit<EventRecord, "seq">): EventStatement {
   const id = databaseKind(ds) === "mysql" ? "CONCAT(?, SUBSTRING(id, 4, 8))" : "(? || substr(id, 4, 8))";
+  const here = sendingHere.get(ds);
+  const fresh: Fresh = { prefix: `whd_${randomToken(16)}`, leaseToken: randomToken(24), event };
+  // 1 where the row is written claimed: with a worker here, unless its endpoint is already at its
+  // limit here (that row is left due, for a claim when a slot frees).
+  const busy = here?.busyHere() ?? [];
+  const claimed = !here ? "0" : busy.length ? `(id NOT IN (${busy.map(() => "?").join(", ")}))` : "1";
   return {
     sql:
-      "INSERT INTO webhook_deliveries (id, endpoint_id, account_id, mode, event_id, event_type, status, attempts, next_attempt_at, created_at, updated_at) " +
-      `SELECT ${id}, id, account_id, mode, ?, ?, 'pending', 0, ?, ?, ? FROM webhook_endpoints ` +
+      "INSERT INTO webhook_deliveries (id, endpoint_id, account_id, mode, event_id, event_type, status, attempts, next_attempt_at, lease_token, created_at, updated_at) " +
+      `SELECT ${id}, id, account_id, mode, ?, ?, 'pending', ${claimed}, ? + ${claimed} * ?, CASE WHEN ${claimed} = 1 THEN ? END, ?, ? FROM webhook_endpoints ` +
       `WHERE account_id = ? AND mode = ? AND status = 'enabled' AND (events = '["*"]' OR INSTR(events, ?) > 0)`,
-    params: [`whd_${randomToken(16)}`, event.id, event.type, event.created_at, event.created_at, event.created_at, event.account_id, event.mode, JSON.stringify(event.type)],
+    params: [
+      fresh.prefix,
+      event.id,
+      event.type,
+      ...busy,
+      event.created_at,
+      ...busy,
+      here?.leaseMs ?? 0,
+      ...busy,
+      fresh.leaseToken,
+      event.created_at,
+      event.created_at,
+      event.account_id,
+      event.mode,
+      JSON.stringify(event.type),
+    ],
+    afterCommit: here && ((result) => result.affected && here.committed(fresh)),
   };
 }
 addEventFanOut((ds, event) => [fanOutStatement(ds, event)]);
@@ -68,16 +117,81 @@ export class WebhookDeliveryQueue {
   private get config() {
     return this.deps.config.webhooks;
   }
+  private nextEndpoint = 0;
+  private fresh: Fresh[] = [];
+  private onFresh: ((dueNow: boolean) => void) | undefined;
+  /** The endpoints whose attempts in flight here are at their limit (the worker's). */
+  busyHere: () => string[] = () => [];
+
   /** A claim outlives any attempt (the timeout) by a margin; after it, the delivery is due again. */
-  private get leaseMs() {
+  get leaseMs() {
     return this.config.timeoutMs + 60_000;
   }
 
-  private nextEndpoint = 0;
+  /**
+   * From now on, events committed on this instance have their deliveries claimed for it as they are
+   * written (except those of the `busy` endpoints), and `listener` is called after each such commit
+   * (takeFresh has them), or with `dueNow` after a delivery was made due here (wakeWorkerHere).
+   * Returns the end.
+   */
+  watch(listener: (dueNow: boolean) => void, busy: () => string[]): () => void {
+    sendingHere.set(this.ds, this);
+    this.onFresh = listener;
+    this.busyHere = busy;
+    return () => {
+      if (sendingHere.get(this.ds) === this) sendingHere.delete(this.ds);
+      this.onFresh = undefined;
+    };
+  }
 
-  /** Calls `listener` after each commit of this process that wrote events: deliveries may be due. */
-  watch(listener: () => void): () => void {
-    return onEventsCommitted(this.ds, listener);
+  /** Tells the worker here that a delivery was made due now. */
+  wake(): void {
+    this.onFresh?.(true);
+  }
+
+  /** Told by the fan-out once an event's deliveries, claimed for this instance, have committed. */
+  committed(fresh: Fresh): void {
+    this.fresh.push(fresh);
+    // Written while the worker ran and committed once it had stopped: given back at once.
+    if (this.onFresh) this.onFresh(false);
+    else void this.takeFresh().then((left) => this.release(left));
+  }
+
+  get hasFresh(): boolean {
+    return this.fresh.length > 0;
+  }
+
+  /**
+   * The deliveries of events committed here since the last call, claimed for this instance as they
+   * were written: one read of their rows (ranges of the id index), one of their endpoints; the
+   * events are in memory. A row whose endpoint was deleted meanwhile is left to its lease.
+   */
+  async takeFresh(): Promise<ClaimedDelivery[]> {
+    const fresh = new Map(this.fresh.splice(0, FRESH_PER_READ).map((f) => [f.prefix, f]));
+    if (fresh.size === 0) return [];
+    // Two reads, not a join: with a join the planner may read the deliveries through the endpoint
+    // index (every delivery of each endpoint) rather than by these ranges of the id index.
+    const rows: { id: string; endpoint_id: string; lease_token: string | null; created_at: number }[] = await queryRows(
+      this.ds,
+      `SELECT id, endpoint_id, lease_token, created_at FROM webhook_deliveries WHERE ${[...fresh.keys()].map(() => "(id >= ? AND id < ?)").join(" OR ")}`,
+      [...fresh.keys()].flatMap((prefix) => [prefix, `${prefix}~`]),
+    );
+    if (rows.length === 0) return [];
+    const endpointIds = [...new Set(rows.map((r) => r.endpoint_id))];
+    const endpoints = new Map<string, { url: string; secret: string; status: string }>(
+      (await queryRows(this.ds, `SELECT id, url, secret, status FROM webhook_endpoints WHERE id IN (${endpointIds.map(() => "?").join(", ")})`, endpointIds)).map(
+        (e: { id: string; url: string; secret: string; status: string }) => [e.id, e],
+      ),
+    );
+    const payloads = new Map<string, string>();
+    return rows.flatMap((r) => {
+      const f = fresh.get(r.id.slice(0, PREFIX_LENGTH));
+      const w = endpoints.get(r.endpoint_id);
+      if (!f || !w || r.lease_token !== f.leaseToken) return [];
+      let payload = payloads.get(f.prefix);
+      if (payload === undefined) payloads.set(f.prefix, (payload = JSON.stringify(eventView({ ...f.event, seq: 0 }))));
+      return [{ id: r.id, endpointId: r.endpoint_id, leaseToken: f.leaseToken, attempts: 1, retryUntil: null, createdAt: Number(r.created_at), url: w.url, secret: w.secret, endpointEnabled: w.status === "enabled", eventId: f.event.id, payload }];
+    });
   }
 
   /**
@@ -249,9 +363,15 @@ export class WebhookDeliveryQueue {
     return { change, event };
   }
 
-  /** Gives a claimed attempt back unmade (the instance is stopping): due again at once, elsewhere. */
-  async release(d: ClaimedDelivery): Promise<void> {
-    await runSql(this.ds, "UPDATE webhook_deliveries SET next_attempt_at = ?, lease_token = NULL WHERE id = ? AND lease_token = ?", [Date.now(), d.id, d.leaseToken]);
+  /** Gives claimed attempts back unmade (the instance is stopping, or is busy): due again at once, on any instance. */
+  async release(claimed: ClaimedDelivery[]): Promise<void> {
+    if (claimed.length === 0) return;
+    const list = claimed.map(() => "?").join(", ");
+    await runSql(
+      this.ds,
+      `UPDATE webhook_deliveries SET next_attempt_at = ?, lease_token = NULL, attempts = attempts - 1 WHERE id IN (${list}) AND lease_token IN (${list})`,
+      [Date.now(), ...claimed.map((d) => d.id), ...claimed.map((d) => d.leaseToken)],
+    );
   }
 
   /**

@@ -9,6 +9,7 @@ import { actorOf, commitWithEvents, type NewEvent } from "./events.js";
 import { newId } from "./ids.js";
 import { pageOf, type Page, type PageQuery } from "./paging.js";
 import { validationError } from "./validation.js";
+import { wakeWorkerHere } from "./webhook-deliveries.js";
 import { deliveryView, endpointView } from "./webhook-views.js";
 
 const invalidUrl = (message: string) => validationError([{ path: "url", message }]);
@@ -156,7 +157,7 @@ export class WebhookEndpointService {
     const commit = (some: typeof changes) =>
       commitWithEvents(
         this.deps.ds,
-        some.map((c) => c.step),
+        some.map((c) => ({ ...c.step, afterCommit: () => wakeWorkerHere(this.deps.ds) })),
         some.map((c) => c.event),
         "events_first",
       );

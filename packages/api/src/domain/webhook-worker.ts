@@ -12,12 +12,13 @@ export interface WebhookWorkerOptions {
 
 const DEFAULTS: WebhookWorkerOptions = { maxInFlight: 64, maxPerEndpoint: 16, pollMs: 500 };
 /**
- * After an attempt ends, the next claim waits this long, so claims come in batches: whatever its
- * size, a claim is four statements on the API's database (endpoints, due heads, the leasing UPDATE,
- * the claimed rows). With 16 attempts in flight per endpoint an endpoint still takes up to 640
- * deliveries/s; at 8 and 10 ms the worker claimed ~100 times a second. An event committed on this
- * instance wakes the worker this soon too: its deliveries leave within milliseconds, not at the
- * next poll, and under load the worker still claims at most once per REFILL_MS.
+ * When a claim was used, or an attempt ended at a full endpoint or instance (due deliveries may
+ * wait for that slot), the next claim waits this long, so claims come in batches: whatever its
+ * size, a claim is four statements on the API's database (endpoints, due heads, the leasing
+ * UPDATE, the claimed rows). With 16 attempts in flight per endpoint an endpoint still takes up to
+ * 640 deliveries/s; at 8 and 10 ms the worker claimed ~100 times a second. An event committed on
+ * this instance wakes the worker this soon too: its deliveries, written already claimed for it,
+ * leave within milliseconds.
  */
 const REFILL_MS = 25;
 const PURGE_EVERY_MS = 3600 * 1000;
@@ -41,6 +42,10 @@ export class WebhookWorker {
   private polling = false;
   private stopped = false;
   private unwatch: (() => void) | undefined;
+  /** When the last claim of due deliveries ran: one runs at least every pollMs. */
+  private lastClaim = 0;
+  /** A claim may find deliveries due now: the last one was used, or a slot freed that they may wait for. */
+  private claimSoon = true;
 
   constructor(
     private readonly queue: WebhookDeliveryQueue,
@@ -53,7 +58,13 @@ export class WebhookWorker {
   }
 
   start(): void {
-    this.unwatch = this.queue.watch(() => this.schedule(REFILL_MS));
+    this.unwatch = this.queue.watch(
+      (dueNow) => {
+        if (dueNow) this.claimSoon = true;
+        this.schedule(REFILL_MS);
+      },
+      () => this.fullEndpoints(),
+    );
     this.schedule(0);
     this.purgeTimer = setInterval(() => this.queue.purgeExpired().catch((err) => this.onError(err, "webhook delivery purge failed")), PURGE_EVERY_MS);
     this.purgeTimer.unref();
@@ -65,6 +76,11 @@ export class WebhookWorker {
     clearTimeout(this.timer);
     clearInterval(this.purgeTimer);
     this.closeSender();
+    try {
+      while (this.queue.hasFresh) await this.queue.release(await this.queue.takeFresh());
+    } catch (err) {
+      this.onError(err, "webhook delivery release failed");
+    }
     while (this.running.size) await Promise.allSettled([...this.running]);
   }
 
@@ -82,22 +98,40 @@ export class WebhookWorker {
   private async poll(): Promise<void> {
     if (this.polling || this.stopped) return;
     this.polling = true;
-    let full = false;
     try {
-      const free = this.opts.maxInFlight - this.inFlight;
-      if (free > 0) {
-        const busy = [...this.perEndpoint].filter(([, n]) => n >= this.opts.maxPerEndpoint).map(([id]) => id);
-        const claimed = await this.queue.claim(free, busy, (id) => this.opts.maxPerEndpoint - (this.perEndpoint.get(id) ?? 0));
-        for (const d of claimed) this.launch(d);
-        full = claimed.length > 0;
+      // Deliveries of this instance's commits, claimed as they were written: sent while there is
+      // room (overall, and at their endpoint), given back otherwise.
+      const givenBack: ClaimedDelivery[] = [];
+      for (const d of await this.queue.takeFresh()) {
+        if (this.inFlight < this.opts.maxInFlight && (this.perEndpoint.get(d.endpointId) ?? 0) < this.opts.maxPerEndpoint) this.launch(d);
+        else givenBack.push(d);
       }
+      await this.queue.release(givenBack);
+      // A claim (four statements when it finds some) only when something may be due: not after
+      // every attempt, which would be two reads per REFILL_MS under a steady flow of fresh events.
+      if (this.claimSoon || Date.now() - this.lastClaim >= this.opts.pollMs) await this.claimDue();
     } catch (err) {
       this.onError(err, "webhook delivery poll failed");
     } finally {
       this.polling = false;
-      // More may be due at once (the batch was used); otherwise look again later.
-      this.schedule(full ? REFILL_MS : this.opts.pollMs);
+      // More may be due at once (the claim was used, or commits came meanwhile); otherwise at the next poll.
+      this.schedule(this.claimSoon || this.queue.hasFresh ? REFILL_MS : Math.max(0, this.lastClaim + this.opts.pollMs - Date.now()));
     }
+  }
+
+  private async claimDue(): Promise<void> {
+    this.claimSoon = false;
+    this.lastClaim = Date.now();
+    const free = this.opts.maxInFlight - this.inFlight;
+    if (free <= 0) return;
+    const claimed = await this.queue.claim(free, this.fullEndpoints(), (id) => this.opts.maxPerEndpoint - (this.perEndpoint.get(id) ?? 0));
+    for (const d of claimed) this.launch(d);
+    if (claimed.length > 0) this.claimSoon = true;
+  }
+
+  /** Endpoints with as many attempts in flight here as one may have. */
+  private fullEndpoints(): string[] {
+    return [...this.perEndpoint].filter(([, n]) => n >= this.opts.maxPerEndpoint).map(([id]) => id);
   }
 
   private launch(d: ClaimedDelivery): void {
@@ -107,11 +141,16 @@ export class WebhookWorker {
       .catch((err) => this.onError(err, "webhook delivery failed"))
       .finally(() => {
         this.running.delete(run);
+        // A slot freed where deliveries may wait for one (this instance or an endpoint was full).
+        const wasFull = this.inFlight >= this.opts.maxInFlight || this.perEndpoint.get(d.endpointId)! >= this.opts.maxPerEndpoint;
         this.inFlight--;
         const left = this.perEndpoint.get(d.endpointId)! - 1;
         if (left) this.perEndpoint.set(d.endpointId, left);
         else this.perEndpoint.delete(d.endpointId);
-        this.schedule(REFILL_MS);
+        if (wasFull) {
+          this.claimSoon = true;
+          this.schedule(REFILL_MS);
+        }
       });
     this.running.add(run);
   }
@@ -121,7 +160,7 @@ export class WebhookWorker {
     if (d.payload === null) return this.queue.failed(d, null, "not sent: the event is no longer kept (30 days)", true);
     const outcome = await this.send({ url: d.url, secret: d.secret, id: d.eventId, payload: d.payload });
     if (outcome.ok) return this.queue.succeeded(d, outcome.status!);
-    if (this.stopped) return this.queue.release(d);
+    if (this.stopped) return this.queue.release([d]);
     return this.queue.failed(d, outcome.status, outcome.error ?? "failed");
   }
 }
