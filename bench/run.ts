@@ -29,7 +29,9 @@
  * Knobs (env): BENCH_DURATION (s, default 10), BENCH_CONNECTIONS (10), BENCH_DB (sqlite,mysql),
  * BENCH_ONLY (cases whose name holds it, with their baselines), BENCH_MEMORY_REQUESTS (200000; 0 skips),
  * BENCH_CPU_PROF=<dir> (server runs with --cpu-prof into <dir>), BENCH_NO_WRITE=1 (no json/md),
- * BENCH_WEBHOOK_ROUNDS (3: rounds of the webhook cases' none, three, three, none).
+ * BENCH_WEBHOOK_ROUNDS (3: rounds of the webhook cases' none, three, three, none), BENCH_BREAKDOWN=1
+ * (each case's CPU per request split over the server's main thread, its other threads, MariaDB, the
+ * webhook receivers and the load generator).
  *
  * `npm run bench:layers` (BENCH_LAYERS=1) measures instead where GET /v1/balance's time goes: the
  * server is bench/layers-server.ts (the same app plus routes that stop at shallower layers), the
@@ -57,6 +59,7 @@ const ONLY = process.env.BENCH_ONLY;
 const MEMORY_REQUESTS = Number(process.env.BENCH_MEMORY_REQUESTS ?? 200_000);
 const CPU_PROF = process.env.BENCH_CPU_PROF;
 const LAYERS = process.env.BENCH_LAYERS === "1";
+const BREAKDOWN = process.env.BENCH_BREAKDOWN === "1";
 const ROUNDS = LAYERS ? Number(process.env.BENCH_ROUNDS ?? 3) : 1;
 const ADMIN_TOKEN = `adm_bench_${randomBytes(16).toString("hex")}`;
 const MYSQL_ROOT = "mysql://root@127.0.0.1:3306/";
@@ -122,6 +125,56 @@ const cpuMs = (pid: number): number => {
   const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
   return (Number(fields[11]) + Number(fields[12])) * 10;
 };
+
+/** CPU time of one thread of a process, in ms. */
+const threadCpuMs = (pid: number, tid: number): number => {
+  const fields = readFileSync(`/proc/${pid}/task/${tid}/stat`, "utf8").split(") ")[1]!.split(" ");
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+};
+
+/** MariaDB's server process on this machine, if it runs here. */
+const mysqldPid = (() => {
+  let pid: number | undefined | null = null;
+  return () => {
+    if (pid === null) {
+      try {
+        pid = Number(execFileSync("pidof", ["mariadbd", "mysqld"]).toString().trim().split(/\s+/)[0]) || undefined;
+      } catch {
+        pid = undefined;
+      }
+    }
+    return pid;
+  };
+})();
+
+/** The webhook receivers' process while the webhook cases run. */
+let receiverPid: number | undefined;
+
+/**
+ * Where a case's CPU went, per request (BENCH_BREAKDOWN=1): the answering process's main thread,
+ * its other threads (the webhook sender, V8's GC helpers, libuv's pool), MariaDB, the webhook
+ * receivers and the load generator (this process), all sharing the machine's cores. Returns the
+ * line to print.
+ */
+function cpuBreakdown(pid: number, db: string): (requests: number) => string {
+  const sample = (): [string, number][] => {
+    const main = threadCpuMs(pid, pid);
+    const mysqld = db === "mysql" ? mysqldPid() : undefined;
+    const own = process.cpuUsage();
+    return [
+      ["main thread", main],
+      ["other threads", cpuMs(pid) - main],
+      ...(mysqld ? [["mysqld", cpuMs(mysqld)] as [string, number]] : []),
+      ...(receiverPid ? [["webhook receivers", cpuMs(receiverPid)] as [string, number]] : []),
+      ["load generator", (own.user + own.system) / 1000],
+    ];
+  };
+  const before = new Map(sample());
+  return (requests) =>
+    sample()
+      .map(([name, ms]) => `${name} ${Math.round(((ms - (before.get(name) ?? 0)) * 1000) / Math.max(1, requests))}`)
+      .join(", ");
+}
 
 const rssMb = (pid: number): number => {
   const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
@@ -368,6 +421,7 @@ async function load(c: Case, url: string, opts: { duration?: number; amount?: nu
 
 async function measure(db: string, c: Case, url: string, pid: number, duration = DURATION): Promise<Result> {
   await load(c, url, { duration: WARMUP });
+  const breakdown = BREAKDOWN ? cpuBreakdown(pid, db) : undefined;
   const cpu0 = cpuMs(pid);
   const r = await load(c, url, { duration });
   const cpu = cpuMs(pid) - cpu0;
@@ -383,6 +437,7 @@ async function measure(db: string, c: Case, url: string, pid: number, duration =
     errors: r.errors + r.timeouts,
   };
   process.stdout.write(`  ${db.padEnd(7)} ${c.name.padEnd(44)} ${String(out.reqPerSec).padStart(6)} req/s  p50 ${out.p50} ms  p99 ${out.p99} ms  cpu ${out.cpuUsPerReq} µs/req${out.non2xx || out.errors ? `  non2xx ${out.non2xx} errors ${out.errors}` : ""}\n`);
+  if (breakdown) process.stdout.write(`    cpu µs/req: ${breakdown(out.total)}\n`);
   return out;
 }
 
@@ -607,6 +662,7 @@ function decisionCases(s: Seeded, creates: Case): Case[] {
  */
 async function webhookCases(kind: "sqlite" | "mysql", server: Proc): Promise<Result[]> {
   const receiver = await startProcess("bench/webhook-receiver.ts", {}, /receiver listening on (\S+)/);
+  receiverPid = receiver.child.pid;
   try {
     const none = await seedAccount(server.url, null, "Bench webhooks none", 0);
     const three = await seedAccount(server.url, null, "Bench webhooks 3", 0);
@@ -627,6 +683,7 @@ async function webhookCases(kind: "sqlite" | "mysql", server: Proc): Promise<Res
     withThree.ratio = Math.round((withThree.reqPerSec / without.reqPerSec) * 100) / 100;
     return [without, withThree];
   } finally {
+    receiverPid = undefined;
     await receiver.stop();
   }
 }
