@@ -120,15 +120,12 @@ function startProcess(script: string, env: Record<string, string>, banner: RegEx
   });
 }
 
-/** CPU time (user + system) of a process in ms, from /proc/<pid>/stat (clock ticks of 10 ms). */
-const cpuMs = (pid: number): number => {
-  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
-  return (Number(fields[11]) + Number(fields[12])) * 10;
-};
-
-/** CPU time of one thread of a process, in ms. */
-const threadCpuMs = (pid: number, tid: number): number => {
-  const fields = readFileSync(`/proc/${pid}/task/${tid}/stat`, "utf8").split(") ")[1]!.split(" ");
+/**
+ * CPU time (user + system) in ms of a process, or of one of its threads given `tid`, from
+ * /proc/<pid>/stat or /proc/<pid>/task/<tid>/stat (clock ticks of 10 ms).
+ */
+const cpuMs = (pid: number, tid?: number): number => {
+  const fields = readFileSync(tid === undefined ? `/proc/${pid}/stat` : `/proc/${pid}/task/${tid}/stat`, "utf8").split(") ")[1]!.split(" ");
   return (Number(fields[11]) + Number(fields[12])) * 10;
 };
 
@@ -158,7 +155,7 @@ let receiverPid: number | undefined;
  */
 function cpuBreakdown(pid: number, db: string): (requests: number) => string {
   const sample = (): [string, number][] => {
-    const main = threadCpuMs(pid, pid);
+    const main = cpuMs(pid, pid);
     const mysqld = db === "mysql" ? mysqldPid() : undefined;
     const own = process.cpuUsage();
     return [
