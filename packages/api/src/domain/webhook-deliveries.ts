@@ -20,6 +20,16 @@ const FRESH_PER_READ = 500;
 /** Endpoints looked at per claim; the next claim goes on after the last one (round robin). */
 const ENDPOINTS_PER_CLAIM = 200;
 
+/** Webhook bodies of a batch of deliveries: an event going to several endpoints is made JSON once. */
+function webhookBodies(): (event: EventRecord) => string {
+  const made = new Map<string, string>();
+  return (event) => {
+    let body = made.get(event.id);
+    if (body === undefined) made.set(event.id, (body = JSON.stringify(eventView(event))));
+    return body;
+  };
+}
+
 /** The queue whose worker runs on this instance, per database: it sends what is committed here. */
 const sendingHere = new WeakMap<DataSource, WebhookDeliveryQueue>();
 
@@ -154,7 +164,8 @@ export class WebhookDeliveryQueue {
     this.fresh.push(fresh);
     // Written while the worker ran and committed once it had stopped: given back at once.
     if (this.onFresh) this.onFresh(false);
-    else void this.takeFresh().then((left) => this.release(left));
+    // Should that fail, their lease ends and any instance claims them.
+    else void this.takeFresh().then((left) => this.release(left)).catch(() => undefined);
   }
 
   get hasFresh(): boolean {
@@ -183,13 +194,12 @@ export class WebhookDeliveryQueue {
         (e: { id: string; url: string; secret: string; status: string }) => [e.id, e],
       ),
     );
-    const payloads = new Map<string, string>();
+    const payloadOf = webhookBodies();
     return rows.flatMap((r) => {
       const f = fresh.get(r.id.slice(0, PREFIX_LENGTH));
       const w = endpoints.get(r.endpoint_id);
       if (!f || !w || r.lease_token !== f.leaseToken) return [];
-      let payload = payloads.get(f.prefix);
-      if (payload === undefined) payloads.set(f.prefix, (payload = JSON.stringify(eventView({ ...f.event, seq: 0 }))));
+      const payload = payloadOf({ ...f.event, seq: 0 });
       return [{ id: r.id, endpointId: r.endpoint_id, leaseToken: f.leaseToken, attempts: 1, retryUntil: null, createdAt: Number(r.created_at), url: w.url, secret: w.secret, endpointEnabled: w.status === "enabled", eventId: f.event.id, payload }];
     });
   }
@@ -246,28 +256,7 @@ export class WebhookDeliveryQueue {
         `WHERE d.id IN (${list}) AND d.lease_token = ?`,
       [...ids, token],
     );
-    // An event goes to several endpoints: its JSON is made once per claim.
-    const payloads = new Map<string, string>();
-    const payloadOf = (r: (typeof rows)[number]) => {
-      let payload = payloads.get(r.e_id);
-      if (payload === undefined) {
-        payload = JSON.stringify(
-          eventView({
-            seq: 0,
-            id: r.e_id,
-            account_id: r.e_account_id,
-            mode: r.e_mode,
-            type: r.e_type,
-            actor_type: r.e_actor_type,
-            actor_id: r.e_actor_id,
-            data: r.e_data,
-            created_at: Number(r.e_created_at),
-          }),
-        );
-        payloads.set(r.e_id, payload);
-      }
-      return payload;
-    };
+    const payloadOf = webhookBodies();
     return rows.map((r) => ({
       id: r.id,
       endpointId: r.endpoint_id,
@@ -279,7 +268,20 @@ export class WebhookDeliveryQueue {
       secret: r.secret,
       endpointEnabled: r.endpoint_status === "enabled",
       eventId: r.event_id,
-      payload: r.e_id === null ? null : payloadOf(r),
+      payload:
+        r.e_id === null
+          ? null
+          : payloadOf({
+              seq: 0,
+              id: r.e_id,
+              account_id: r.e_account_id,
+              mode: r.e_mode,
+              type: r.e_type,
+              actor_type: r.e_actor_type,
+              actor_id: r.e_actor_id,
+              data: r.e_data,
+              created_at: Number(r.e_created_at),
+            }),
     }));
   }
 
