@@ -29,6 +29,9 @@ export type FastRepository<T extends ObjectLiteral> = Pick<
   countUsingIndex(index: string, where: FindOptionsWhere<T>): Promise<number>;
 };
 
+/** `?, ?, ?`: one placeholder per value, for an IN list or a VALUES tuple. */
+export const placeholders = (values: readonly unknown[]): string => values.map(() => "?").join(", ");
+
 type Where = Record<string, unknown>;
 interface Compiled {
   sql: string;
@@ -243,7 +246,7 @@ function build<T extends ObjectLiteral>(ds: DataSource, repo: Repository<T>): Fa
         const v = value.value;
         if (value.type === "isNull") parts.push(`${name} IS NULL`);
         else if (value.type === "in" && Array.isArray(v) && v.length > 0 && v.every(scalar)) {
-          parts.push(`${name} IN (${v.map(() => "?").join(", ")})`);
+          parts.push(`${name} IN (${placeholders(v)})`);
           params.push(...v);
         } else if ((value.type === "lessThan" || value.type === "moreThan") && scalar(v)) {
           parts.push(`${name} ${value.type === "lessThan" ? "<" : ">"} ?`);
@@ -319,7 +322,7 @@ function build<T extends ObjectLiteral>(ds: DataSource, repo: Repository<T>): Fa
     const values = Object.entries(entity as Record<string, unknown>).filter(([, v]) => v !== undefined);
     if (values.some(([k, v]) => !columns.has(k) || !storable(v))) return null;
     return {
-      sql: `INSERT INTO ${table} (${values.map(([k]) => quoted.get(k)!).join(", ")}) VALUES (${values.map(() => "?").join(", ")})`,
+      sql: `INSERT INTO ${table} (${values.map(([k]) => quoted.get(k)!).join(", ")}) VALUES (${placeholders(values)})`,
       params: values.map(([k, v]) => persistent(k, v)),
     };
   };

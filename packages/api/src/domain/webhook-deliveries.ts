@@ -1,7 +1,7 @@
 import type { DataSource } from "typeorm";
 import { databaseKind } from "../db/datasource.js";
 import { WebhookEndpointEntity, type EventRecord } from "../db/entities.js";
-import { fastRepository, queryRows, runSql, type Statement } from "../db/fast.js";
+import { fastRepository, placeholders, queryRows, runSql, type Statement } from "../db/fast.js";
 import { backoffMs } from "./backoff.js";
 import type { Deps } from "./deps.js";
 import { addEventFanOut, commitWithEvents, eventView, SYSTEM, type EventStatement } from "./events.js";
@@ -67,7 +67,7 @@ function fanOutStatement(ds: DataSource, event: Omit<EventRecord, "seq">): Event
   // 1 where the row is written claimed: with a worker here, unless its endpoint is already at its
   // limit here (that row is left due, for a claim when a slot frees).
   const busy = here?.busyHere() ?? [];
-  const claimed = !here ? "0" : busy.length ? `(id NOT IN (${busy.map(() => "?").join(", ")}))` : "1";
+  const claimed = !here ? "0" : busy.length ? `(id NOT IN (${placeholders(busy)}))` : "1";
   return {
     sql:
       "INSERT INTO webhook_deliveries (id, endpoint_id, account_id, mode, event_id, event_type, status, attempts, next_attempt_at, lease_token, created_at, updated_at) " +
@@ -190,7 +190,7 @@ export class WebhookDeliveryQueue {
     if (rows.length === 0) return [];
     const endpointIds = [...new Set(rows.map((r) => r.endpoint_id))];
     const endpoints = new Map<string, { url: string; secret: string; status: string }>(
-      (await queryRows(this.ds, `SELECT id, url, secret, status FROM webhook_endpoints WHERE id IN (${endpointIds.map(() => "?").join(", ")})`, endpointIds)).map(
+      (await queryRows(this.ds, `SELECT id, url, secret, status FROM webhook_endpoints WHERE id IN (${placeholders(endpointIds)})`, endpointIds)).map(
         (e: { id: string; url: string; secret: string; status: string }) => [e.id, e],
       ),
     );
@@ -241,7 +241,7 @@ export class WebhookDeliveryQueue {
       .map((d) => d.id);
     if (ids.length === 0) return [];
     const token = randomToken(24);
-    const list = ids.map(() => "?").join(", ");
+    const list = placeholders(ids);
     const claimed = await runSql(
       this.ds,
       `UPDATE webhook_deliveries SET next_attempt_at = ?, lease_token = ?, attempts = attempts + 1, updated_at = ? WHERE id IN (${list}) AND status = 'pending' AND next_attempt_at <= ?`,
@@ -302,7 +302,7 @@ export class WebhookDeliveryQueue {
     this.succeededBatch = [];
     for (const status of new Set(batch.map((b) => b.status))) {
       const group = batch.filter((b) => b.status === status);
-      const list = group.map(() => "?").join(", ");
+      const list = placeholders(group);
       try {
         await runSql(
           this.ds,
@@ -368,7 +368,7 @@ export class WebhookDeliveryQueue {
   /** Gives claimed attempts back unmade (the instance is stopping, or is busy): due again at once, on any instance. */
   async release(claimed: ClaimedDelivery[]): Promise<void> {
     if (claimed.length === 0) return;
-    const list = claimed.map(() => "?").join(", ");
+    const list = placeholders(claimed);
     await runSql(
       this.ds,
       `UPDATE webhook_deliveries SET next_attempt_at = ?, lease_token = NULL, attempts = attempts - 1 WHERE id IN (${list}) AND lease_token IN (${list})`,
@@ -388,7 +388,7 @@ export class WebhookDeliveryQueue {
       const old = first.filter((d) => Number(d.created_at) < cutoff);
       if (old.length === 0) return purged;
       const seqs = old.map((d) => Number(d.seq));
-      purged += (await runSql(this.ds, `DELETE FROM webhook_deliveries WHERE seq IN (${seqs.map(() => "?").join(", ")})`, seqs)).affected ?? 0;
+      purged += (await runSql(this.ds, `DELETE FROM webhook_deliveries WHERE seq IN (${placeholders(seqs)})`, seqs)).affected ?? 0;
       if (old.length < PURGE_BATCH) return purged;
     }
   }

@@ -1,7 +1,7 @@
 import { randomInt } from "node:crypto";
 import type { DataSource } from "typeorm";
 import { isUniqueViolation } from "../db/datasource.js";
-import { queryRows, runAtomically, runSql } from "../db/fast.js";
+import { placeholders, queryRows, runAtomically, runSql } from "../db/fast.js";
 import { newId, randomToken } from "../domain/ids.js";
 import { sha256 } from "../domain/secrets.js";
 import { withLuhnDigit } from "./luhn.js";
@@ -239,7 +239,7 @@ export class SimulatedProcessor implements Processor {
   private async insertOnce(table: "sim_holds" | "sim_cards", row: Record<string, unknown>): Promise<Record<string, unknown>> {
     const cols = Object.keys(row);
     try {
-      await queryRows(this.ds, `INSERT INTO ${table} (${cols.join(", ")}) VALUES (${cols.map(() => "?").join(", ")})`, Object.values(row));
+      await queryRows(this.ds, `INSERT INTO ${table} (${cols.join(", ")}) VALUES (${placeholders(cols)})`, Object.values(row));
       return row;
     } catch (err) {
       if (!isUniqueViolation(err)) throw err;

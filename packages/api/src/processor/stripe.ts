@@ -1,7 +1,7 @@
 import Stripe from "stripe";
 import type { DataSource } from "typeorm";
 import { isUniqueViolation } from "../db/datasource.js";
-import { queryRows } from "../db/fast.js";
+import { placeholders, queryRows } from "../db/fast.js";
 import type { Mode } from "../db/entities.js";
 import type { CardholderDetails } from "../domain/accounts.js";
 import { randomToken } from "../domain/ids.js";
@@ -253,7 +253,7 @@ export class StripeProcessor implements Processor {
     try {
       await queryRows(
         this.opts.ds,
-        `INSERT INTO stripe_accounts (account_id, mode, ${cols.join(", ")}, updated_at) VALUES (?, ?, ${cols.map(() => "?").join(", ")}, ?)`,
+        `INSERT INTO stripe_accounts (account_id, mode, ${cols.join(", ")}, updated_at) VALUES (?, ?, ${placeholders(cols)}, ?)`,
         [account.accountId, account.mode, ...values, now],
       );
     } catch (err) {
