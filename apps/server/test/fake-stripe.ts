@@ -35,7 +35,8 @@ export interface RecordedRequest {
  */
 type StripeErrorBody = Partial<Stripe.StripeRawError> & { type: string };
 export type Fault =
-  | { kind: "error" | "error_after"; status: number; error: StripeErrorBody }
+  | { kind: "error"; status: number; error: StripeErrorBody }
+  | { kind: "error_after"; status: number; error: StripeErrorBody; meanwhile?: () => void }
   | { kind: "hang" }
   | { kind: "hang_after" };
 
@@ -43,8 +44,8 @@ const apiError: StripeErrorBody = { type: "api_error", message: "Something went 
 
 export const faults = {
   serverError: (): Fault => ({ kind: "error", status: 500, error: apiError }),
-  /** The work is done, and the answer is a 500 all the same. */
-  serverErrorAfter: (): Fault => ({ kind: "error_after", status: 500, error: apiError }),
+  /** The work is done, and the answer is a 500 all the same; `meanwhile` runs between the two (other requests landing). */
+  serverErrorAfter: (meanwhile?: () => void): Fault => ({ kind: "error_after", status: 500, error: apiError, meanwhile }),
   rateLimited: (): Fault => ({ kind: "error", status: 429, error: { type: "invalid_request_error", code: "rate_limit", message: "Too many requests." } }),
   decline: (decline_code = "generic_decline"): Fault => ({
     kind: "error",
@@ -81,6 +82,8 @@ const BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
 /** Random base62 characters, like Stripe's ids and secrets (hex would often carry card-number-like runs of digits). */
 const base62 = (n: number) => [...randomBytes(n)].map((b) => BASE62[b % 62]).join("");
 const rid = (prefix: string) => `${prefix}_${base62(24)}`;
+/** Stripe's timestamps: Unix seconds. */
+const unixNow = () => Math.floor(Date.now() / 1000);
 
 interface Route {
   method: string;
@@ -123,11 +126,28 @@ export class FakeStripe {
       invalid(`This PaymentIntent could not be ${action} because it has a status of ${pi.status}.`, "payment_intent_unexpected_state");
     const ok = (body: unknown) => ({ status: 200, body });
 
-    /** A Stripe list: newest first, filtered by the given parameters, up to `limit` (at most 100). */
-    const list = <T extends { id: string }>(url: string, items: Iterable<T>, r: RecordedRequest, match: (item: T, p: Record<string, string>) => boolean) => {
-      const limit = Math.min(100, Number(r.params.limit ?? 10));
-      const data = [...items].filter((item) => match(item, r.params)).reverse().slice(0, limit);
-      return ok({ object: "list", data, has_more: false, url });
+    /**
+     * A Stripe list: newest first, filtered by the given parameters and `created[gte|gt|lte|lt]`,
+     * one page of `limit` (at most 100) after `starting_after`, and whether more follow.
+     */
+    const list = <T extends { id: string; created?: number }>(url: string, items: Iterable<T>, r: RecordedRequest, match: (item: T, p: Record<string, string>) => boolean) => {
+      const p = r.params;
+      const limit = Math.min(100, Number(p.limit ?? 10));
+      const bound = (op: string, keep: (created: number, at: number) => boolean) => (item: T) =>
+        p[`created[${op}]`] === undefined || keep(item.created ?? 0, Number(p[`created[${op}]`]));
+      let all = [...items]
+        .filter((item) => match(item, p))
+        .filter(bound("gte", (c, at) => c >= at))
+        .filter(bound("gt", (c, at) => c > at))
+        .filter(bound("lte", (c, at) => c <= at))
+        .filter(bound("lt", (c, at) => c < at))
+        .reverse();
+      if (p.starting_after !== undefined) {
+        const at = all.findIndex((item) => item.id === p.starting_after);
+        if (at < 0) return invalid(`No such object: '${p.starting_after}'`, "resource_missing", 404);
+        all = all.slice(at + 1);
+      }
+      return ok({ object: "list", data: all.slice(0, limit), has_more: all.length > limit, url });
     };
 
     this.routes = [
@@ -136,7 +156,7 @@ export class FakeStripe {
         pattern: /^\/v1\/customers$/,
         name: "customers.create",
         handle: (_m, r) => {
-          const c: FakeCustomer = { id: rid("cus"), object: "customer", metadata: meta(r.params), livemode, description: r.params.description ?? null };
+          const c: FakeCustomer = { id: rid("cus"), object: "customer", created: unixNow(), metadata: meta(r.params), livemode, description: r.params.description ?? null };
           this.customers.set(c.id, c);
           return ok(c);
         },
@@ -177,6 +197,7 @@ export class FakeStripe {
           const pi: FakePaymentIntent = {
             id: rid("pi"),
             object: "payment_intent",
+            created: unixNow(),
             amount,
             amount_capturable: manual ? amount : 0,
             amount_received: manual ? 0 : amount,
@@ -253,7 +274,7 @@ export class FakeStripe {
           if (pi.status === "canceled" || pi.status === "succeeded") return unexpected(pi, "canceled");
           pi.status = "canceled";
           pi.amount_capturable = 0;
-          pi.canceled_at = Math.floor(Date.now() / 1000);
+          pi.canceled_at = unixNow();
           return ok(pi);
         },
       },
@@ -287,7 +308,7 @@ export class FakeStripe {
           const amount = r.params.amount !== undefined ? Number(r.params.amount) : left;
           if (!Number.isInteger(amount) || amount <= 0 || amount > left)
             return invalid(`Refund amount ($${(amount / 100).toFixed(2)}) is greater than unrefunded amount on charge ($${(left / 100).toFixed(2)})`, "amount_too_large");
-          const refund: FakeRefund = { id: rid("re"), object: "refund", amount, currency: pi.currency, payment_intent: pi.id, status: "succeeded", metadata: meta(r.params) };
+          const refund: FakeRefund = { id: rid("re"), object: "refund", created: unixNow(), amount, currency: pi.currency, payment_intent: pi.id, status: "succeeded", metadata: meta(r.params) };
           this.refunds.set(refund.id, refund);
           return ok(refund);
         },
@@ -307,6 +328,7 @@ export class FakeStripe {
           const ch: FakeCardholder = {
             id: rid("ich"),
             object: "issuing.cardholder",
+            created: unixNow(),
             name: p.name,
             type: p.type as Stripe.Issuing.Cardholder["type"],
             status: (p.status ?? "active") as Stripe.Issuing.Cardholder["status"],
@@ -361,6 +383,7 @@ export class FakeStripe {
           const card: FakeIssuingCard = {
             id: rid("ic"),
             object: "issuing.card",
+            created: unixNow(),
             last4: number.slice(-4),
             exp_month: 7,
             exp_year: new Date().getUTCFullYear() + 3,
@@ -457,7 +480,7 @@ export class FakeStripe {
           if (!r.stripeVersion) return invalid("Stripe-Version header is required to create an ephemeral key.");
           const card = this.cards.get(r.params.issuing_card ?? "");
           if (!card) return missing("issuing.card", r.params.issuing_card ?? "");
-          const now = Math.floor(Date.now() / 1000);
+          const now = unixNow();
           const key: FakeEphemeralKey = {
             id: rid("ephkey"),
             object: "ephemeral_key",
@@ -559,7 +582,7 @@ export class FakeStripe {
   expireEphemeralKey(secret: string): void {
     const key = this.ephemeralKeys.find((k) => k.secret === secret);
     if (!key) throw new Error("no such fake ephemeral key");
-    key.expires = Math.floor(Date.now() / 1000) - 1;
+    key.expires = unixNow() - 1;
   }
 
   /** Injects a fault into the next `times` calls of an endpoint (by route name, e.g. "payment_intents.create"). */
@@ -659,6 +682,7 @@ export class FakeStripe {
     if (fault?.kind === "hang") return; // never answered; the client times out
     const result = route.handle(route.pattern.exec(recorded.path)!, recorded);
     if (fault?.kind === "error_after") {
+      fault.meanwhile?.();
       remember(fault.status, { error: fault.error });
       return send(fault.status, { error: fault.error });
     }
@@ -715,7 +739,7 @@ export function signedEvent(
     id: o.id ?? rid("evt"),
     object: "event",
     api_version: Stripe.API_VERSION,
-    created: Math.floor(Date.now() / 1000),
+    created: unixNow(),
     livemode: o.livemode ?? false,
     pending_webhooks: 1,
     request: { id: null, idempotency_key: null },

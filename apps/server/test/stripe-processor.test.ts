@@ -437,6 +437,53 @@ describe(`stripe processor (${dbKind})`, () => {
     }
   });
 
+  describe("lookups by metadata read every page of Stripe's list: an object behind 100 newer ones is still found", () => {
+    /** Stripe making `n` objects like the newest of `objects` (other accounts' or cards'), with `other` fields. */
+    const madeMeanwhile =
+      <T extends { id: string }>(objects: Map<string, T>, other: (i: number) => Partial<T>, n = 150) =>
+      () => {
+        const newest = [...objects.values()].at(-1)!;
+        for (let i = 0; i < n; i++) objects.set(`${newest.id}x${i}`, { ...newest, id: `${newest.id}x${i}`, ...other(i) });
+      };
+    const otherCard = (i: number) => ({ status: "canceled" as const, metadata: { card_id: `card_other${i}`, purpose: "hold" } });
+    const cases = [
+      { step: "customers.create", made: () => madeMeanwhile(fake.customers, (i) => ({ metadata: { account_id: `acct_other${i}`, mode: "test" } })) },
+      { step: "issuing.cardholders.create", made: () => madeMeanwhile(fake.cardholders, (i) => ({ metadata: { account_id: `acct_other${i}`, mode: "test" } })) },
+      { step: "payment_intents.create", made: () => madeMeanwhile(fake.paymentIntents, otherCard) },
+      { step: "issuing.cards.create", made: () => madeMeanwhile(fake.cards, otherCard) },
+    ];
+    for (const { step, made } of cases)
+      it(`${step}: a 500 after Stripe did the work, with 150 newer objects made meanwhile: found on a later page, never made twice`, async () => {
+        fake.fail(step, faults.serverErrorAfter(made()));
+        const n = fake.requests.length;
+        const { account, key } = await setup();
+        const card = await s.request("POST", "/v1/cards", { key, body: { amount_cents: 900 } });
+        expect(card.status).toBe(201);
+        expect(since(n).filter((c) => c.route === step).map((c) => c.status)).toEqual([500]);
+        const listed = since(n).filter((c) => c.route === step.replace(/create$/, "list"));
+        expect(listed.some((c) => c.params.starting_after !== undefined)).toBe(true);
+        expect(listed.every((c) => Number(c.params["created[gte]"]) > 0)).toBe(true);
+        const { intents, cards } = await atStripe(account.id);
+        expect(intents.filter((pi) => pi.metadata?.card_id === card.body.id).map((pi) => pi.status)).toEqual(["requires_capture"]);
+        expect(cards.filter((c) => c.metadata?.card_id === card.body.id).map((c) => c.status)).toEqual(["active"]);
+      });
+
+    it("a hold whose outcome is unknown, behind 150 newer PaymentIntents of the customer: recovery finds and releases it", async () => {
+      const { account, key } = await setup();
+      fake.fail("payment_intents.create", faults.hangAfter());
+      fake.fail("payment_intents.list", faults.serverError()); // the compensation cannot read
+      expectError(await s.request("POST", "/v1/cards", { key, body: { amount_cents: 900 } }), 502, "processor_error");
+      fake.clearFaults();
+      const [card] = await s.query("SELECT id, status, hold_status FROM cards WHERE account_id = ?", [account.id]);
+      expect(card).toMatchObject({ status: "FAILED", hold_status: "PENDING" });
+      madeMeanwhile(fake.paymentIntents, otherCard)();
+      await s.app.services.maintenance.run();
+      const hold = (await atStripe(account.id)).intents.filter((pi) => pi.metadata?.card_id === card!.id);
+      expect(hold.map((pi) => pi.status)).toEqual(["canceled"]);
+      expect(await s.query("SELECT hold_id, hold_status FROM cards WHERE id = ?", [card!.id])).toEqual([{ hold_id: hold[0]!.id, hold_status: "RELEASED" }]);
+    });
+  });
+
   it("test helper purchase: captures the PaymentIntent for the amount and cancels the card at Stripe", async () => {
     const { account, key } = await setup();
     const card = (await s.request("POST", "/v1/cards", { key, body: { amount_cents: 2000 } })).body;

@@ -168,10 +168,10 @@ export class CardIssuer {
       // Rows written before holds were recorded as PENDING at insert get their intent first.
       if (card.hold_status === "NONE") await this.cards.update({ id: card.id, status: "CREATING" }, { hold_status: "PENDING" });
       try {
-        const found = resumed ? await callProcessor("hold", timeout, () => processor.findHold(pa, { cardId: card.id })) : null;
+        const found = resumed ? await callProcessor("hold", timeout, () => processor.findHold(pa, { cardId: card.id, createdAt: card.created_at })) : null;
         const key = resumed ? `${card.id}:hold:${randomToken(8)}` : `${card.id}:hold`;
         const { holdId } =
-          found?.status === "held" ? found : await callProcessor("hold", timeout, () => processor.placeHold(pa, card.amount_cents, { cardId: card.id }, key));
+          found?.status === "held" ? found : await callProcessor("hold", timeout, () => processor.placeHold(pa, card.amount_cents, { cardId: card.id, createdAt: card.created_at }, key));
         // Written with the card's next update (OPEN or FAILED): until then PENDING already says
         // "a hold may exist under this card's key", which is all recovery needs to find it.
         card.hold_id = holdId;
@@ -187,10 +187,10 @@ export class CardIssuer {
     try {
       // Taken over: the first attempt may have minted (found by reading), or its key may replay a
       // failure or carry another cardholder; a new mint goes under a key of this attempt's own.
-      const found = resumed ? await callProcessor("mint", timeout, () => processor.findCard(pa, { cardId: card.id })) : null;
+      const found = resumed ? await callProcessor("mint", timeout, () => processor.findCard(pa, { cardId: card.id, createdAt: card.created_at })) : null;
       const key = resumed ? `${card.id}:mint:${randomToken(8)}` : `${card.id}:mint`;
       minted =
-        found ?? (await callProcessor("mint", timeout, () => processor.mintCard(pa, { cardId: card.id, amountCents: card.amount_cents, agentId: card.agent_id }, key)));
+        found ?? (await callProcessor("mint", timeout, () => processor.mintCard(pa, { cardId: card.id, createdAt: card.created_at, amountCents: card.amount_cents, agentId: card.agent_id }, key)));
     } catch (err) {
       await this.fail(card, pa, processor, "OPEN");
       // A refused set-up is definite (nothing was made); any other failure may hide a card.
@@ -261,7 +261,7 @@ export class CardIssuer {
     const timeout = this.deps.config.processorTimeoutMs;
     let holdId = card.hold_id;
     if (card.hold_status === "PENDING") {
-      const found = await callProcessor("hold", timeout, () => processor.findHold(pa, { cardId: card.id }));
+      const found = await callProcessor("hold", timeout, () => processor.findHold(pa, { cardId: card.id, createdAt: card.created_at }));
       holdId = found?.status === "held" ? found.holdId : null;
     }
     if (holdId) await callProcessor("cancel", timeout, () => processor.cancelHold(pa, holdId!, `${card.id}:cancel`));
@@ -280,7 +280,7 @@ export class CardIssuer {
    */
   private async revokeLostMint(card: Card, pa: ProcessorAccount, processor: Processor): Promise<void> {
     const timeout = this.deps.config.processorTimeoutMs;
-    const minted = await callProcessor("mint", timeout, () => processor.findCard(pa, { cardId: card.id }));
+    const minted = await callProcessor("mint", timeout, () => processor.findCard(pa, { cardId: card.id, createdAt: card.created_at }));
     if (!minted) return;
     await callProcessor("revoke", timeout, () => processor.revokeCard(pa, minted.processorCardId, `${card.id}:revoke`));
     await this.cards.update({ id: card.id, status: "FAILED" }, { processor_card_id: minted.processorCardId, revoked_at: Date.now() });

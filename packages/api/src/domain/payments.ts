@@ -135,7 +135,7 @@ export class PaymentQueue {
         return card.hold_id!;
       case "charge": {
         const { paymentId } = await callProcessor("charge", timeout, () =>
-          processor.chargeOffSession(pa, payment.amount_cents, { cardId: card.id, paymentId: payment.id }, key),
+          processor.chargeOffSession(pa, payment.amount_cents, { cardId: card.id, createdAt: card.created_at, paymentId: payment.id }, key),
         );
         return paymentId;
       }

@@ -5,7 +5,7 @@ import { placeholders, queryRows, runAtomically, runSql } from "../db/fast.js";
 import { newId, randomToken } from "../domain/ids.js";
 import { sha256 } from "../domain/secrets.js";
 import { withLuhnDigit } from "./luhn.js";
-import { formatExpiration, HoldUnavailableError, PaymentDeclinedError, ProcessorError, type MintedCard, type Processor, type ProcessorAccount, type RevealEndpoint } from "./types.js";
+import { formatExpiration, HoldUnavailableError, PaymentDeclinedError, ProcessorError, type CardRefs, type MintedCard, type Processor, type ProcessorAccount, type RevealEndpoint } from "./types.js";
 
 export type SimStep = "hold" | "mint" | "revoke" | "capture" | "cancel" | "ephemeral_key" | "charge" | "refund";
 /**
@@ -82,7 +82,7 @@ export class SimulatedProcessor implements Processor {
     return { holdId: existing.id as string };
   }
 
-  async findHold(_account: ProcessorAccount, refs: { cardId: string }) {
+  async findHold(_account: ProcessorAccount, refs: CardRefs) {
     const [row] = await queryRows(
       this.ds,
       `SELECT id, status FROM sim_holds WHERE idempotency_key = ? OR idempotency_key LIKE ? ORDER BY created_at DESC LIMIT 1`,
@@ -178,7 +178,7 @@ export class SimulatedProcessor implements Processor {
     return minted;
   }
 
-  async findCard(_account: ProcessorAccount, refs: { cardId: string }) {
+  async findCard(_account: ProcessorAccount, refs: CardRefs) {
     const [row] = await queryRows(this.ds, `SELECT id, number, exp_month, exp_year FROM sim_cards WHERE card_ref = ? ORDER BY created_at DESC LIMIT 1`, [refs.cardId]);
     return row ? mintedCard(row) : null;
   }

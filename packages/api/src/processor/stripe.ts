@@ -14,6 +14,7 @@ import {
   ProcessorError,
   SetupIntentError,
   type BrowserSetup,
+  type CardRefs,
   type MintedCard,
   type Processor,
   type ProcessorAccount,
@@ -187,6 +188,24 @@ async function keyed<T>(key: string, send: (key: string) => Promise<T>, read: ()
   }
 }
 
+/**
+ * Lookups by our metadata read every page of a list (its auto-pagination), newest first, of the
+ * objects made since a time: an object beyond the first page must still be found, or recovery would
+ * make it twice (a second hold on the customer's card). Stripe's clock and ours differ: the window
+ * opens this long before.
+ */
+const CLOCK_MARGIN_S = 15 * 60;
+/** A list's `created` filter: from `ms` (our clock), less the margin. */
+const createdSince = (ms: number) => ({ gte: Math.floor(ms / 1000) - CLOCK_MARGIN_S });
+/** Stripe answers a key's stored 5xx for 24 hours: an object that answer hides was made within them. */
+const KEY_REPLAY_MS = 24 * 3600 * 1000;
+
+/** The first object of a list, read page by page, that `match` takes; null when none does. */
+async function firstListed<T>(list: Stripe.ApiListPromise<T>, match: (item: T) => boolean): Promise<T | null> {
+  for await (const item of list) if (match(item)) return item;
+  return null;
+}
+
 /** Whether `metadata` holds every entry of `wanted`. */
 const sameMetadata = (metadata: Stripe.Metadata | null | undefined, wanted: Record<string, string>) =>
   Object.entries(wanted).every(([k, v]) => metadata?.[k] === v);
@@ -274,7 +293,7 @@ export class StripeProcessor implements Processor {
       keyed(
         `${account.accountId}:${account.mode}:customer`,
         (idempotencyKey) => this.client.customers.create({ description: `cardctl account ${account.accountId}`, metadata }, { idempotencyKey }),
-        async () => (await this.client.customers.list({ limit: 100 })).data.find((c) => sameMetadata(c.metadata, metadata)),
+        () => firstListed(this.client.customers.list({ created: createdSince(Date.now() - KEY_REPLAY_MS), limit: 100 }), (c) => sameMetadata(c.metadata, metadata)),
       ),
     );
     await this.save(account, { customer_id: customer.id });
@@ -368,7 +387,10 @@ export class StripeProcessor implements Processor {
                     { type: details.type, name: details.name, status: "active", ...cardholderFields(details), metadata },
                     { idempotencyKey },
                   ),
-                async () => (await this.client.issuing.cardholders.list({ limit: 100 })).data.find((ch) => sameMetadata(ch.metadata, metadata)),
+                () =>
+                  firstListed(this.client.issuing.cardholders.list({ created: createdSince(Date.now() - KEY_REPLAY_MS), limit: 100 }), (ch) =>
+                    sameMetadata(ch.metadata, metadata),
+                  ),
               ),
             );
       await this.save(account, { cardholder_id: cardholder.id, cardholder_hash: version });
@@ -450,7 +472,7 @@ export class StripeProcessor implements Processor {
 
   // --- the hold: a PaymentIntent, manual capture, confirmed off-session ---
 
-  async placeHold(account: ProcessorAccount, amountCents: number, refs: { cardId: string }, idempotencyKey: string) {
+  async placeHold(account: ProcessorAccount, amountCents: number, refs: CardRefs, idempotencyKey: string) {
     const { customerId, paymentMethodId } = await this.ensureCustomer(account, "hold");
     const pi = await this.call("hold", () =>
       keyed(
@@ -473,7 +495,7 @@ export class StripeProcessor implements Processor {
             { idempotencyKey: key },
           ),
         async () => {
-          const found = await this.paymentIntentOf(customerId, (m) => m.card_id === refs.cardId && m.purpose === "hold");
+          const found = await this.paymentIntentOf(customerId, refs.createdAt, (m) => m.card_id === refs.cardId && m.purpose === "hold");
           return found?.status === "canceled" ? null : found;
         },
       ),
@@ -489,21 +511,19 @@ export class StripeProcessor implements Processor {
   }
 
   /**
-   * The customer's newest PaymentIntent whose metadata matches (a list, unlike search, is
-   * consistent at once). One older than the customer's latest 100 is not found: this runs minutes
-   * after the call that made it (recovery after a lease, or a retry after a 5xx).
+   * The customer's newest PaymentIntent made since `sinceMs` (our card's creation) whose metadata
+   * matches: a list (consistent at once, unlike search), every page of it.
    */
-  private async paymentIntentOf(customerId: string, match: (metadata: Stripe.Metadata) => boolean): Promise<Stripe.PaymentIntent | null> {
-    const page = await this.client.paymentIntents.list({ customer: customerId, limit: 100 });
-    return page.data.find((p) => match(p.metadata ?? {})) ?? null;
+  private paymentIntentOf(customerId: string, sinceMs: number, match: (metadata: Stripe.Metadata) => boolean): Promise<Stripe.PaymentIntent | null> {
+    return firstListed(this.client.paymentIntents.list({ customer: customerId, created: createdSince(sinceMs), limit: 100 }), (p) => match(p.metadata ?? {}));
   }
 
   /** The card's hold, found by its metadata among the customer's PaymentIntents. */
-  async findHold(account: ProcessorAccount, refs: { cardId: string }) {
+  async findHold(account: ProcessorAccount, refs: CardRefs) {
     this.check(account);
     const customerId = (await this.row(account))?.customer_id;
     if (!customerId) return null;
-    const pi = await this.call("hold", () => this.paymentIntentOf(customerId, (m) => m.card_id === refs.cardId && m.purpose === "hold"));
+    const pi = await this.call("hold", () => this.paymentIntentOf(customerId, refs.createdAt, (m) => m.card_id === refs.cardId && m.purpose === "hold"));
     if (!pi) return null;
     // Any other status holds nothing (placeHold cancels a hold Stripe left unconfirmed).
     const status = pi.status === "requires_capture" ? ("held" as const) : pi.status === "succeeded" ? ("captured" as const) : ("canceled" as const);
@@ -546,7 +566,7 @@ export class StripeProcessor implements Processor {
 
   // --- money beyond the hold, and money back ---
 
-  async chargeOffSession(account: ProcessorAccount, amountCents: number, refs: { cardId: string; paymentId: string }, idempotencyKey: string) {
+  async chargeOffSession(account: ProcessorAccount, amountCents: number, refs: CardRefs & { paymentId: string }, idempotencyKey: string) {
     const { customerId, paymentMethodId } = await this.ensureCustomer(account, "charge");
     // Below Stripe's minimum the charge is the minimum and the difference is refunded at once.
     const amount = Math.max(amountCents, STRIPE_MINIMUM_CHARGE_CENTS);
@@ -567,7 +587,7 @@ export class StripeProcessor implements Processor {
             },
             { idempotencyKey: key },
           ),
-        () => this.paymentIntentOf(customerId, (m) => m.payment_id === refs.paymentId && m.purpose === "charge"),
+        () => this.paymentIntentOf(customerId, refs.createdAt, (m) => m.payment_id === refs.paymentId && m.purpose === "charge"),
       ),
     );
     if (pi.status !== "succeeded") {
@@ -590,7 +610,7 @@ export class StripeProcessor implements Processor {
       keyed(
         request,
         (key) => this.client.refunds.create({ payment_intent: paymentIntent, amount, metadata }, { idempotencyKey: key }),
-        async () => (await this.client.refunds.list({ payment_intent: paymentIntent, limit: 100 })).data.find((r) => r.metadata?.request === request),
+        () => firstListed(this.client.refunds.list({ payment_intent: paymentIntent, limit: 100 }), (r) => r.metadata?.request === request),
       ),
     );
   }
@@ -599,7 +619,7 @@ export class StripeProcessor implements Processor {
 
   async mintCard(
     account: ProcessorAccount,
-    card: { cardId: string; amountCents: number; agentId: string | null },
+    card: CardRefs & { amountCents: number; agentId: string | null },
     idempotencyKey: string,
   ): Promise<MintedCard> {
     const cardholder = await this.ensureCardholder(account);
@@ -618,23 +638,22 @@ export class StripeProcessor implements Processor {
             },
             { idempotencyKey: key },
           ),
-        () => this.issuingCardOf(cardholder, card.cardId),
+        () => this.issuingCardOf(cardholder, card),
       ),
     );
     return minted(ic);
   }
 
-  /** Our card's Issuing card among the cardholder's latest 100, by metadata. */
-  private async issuingCardOf(cardholder: string, cardId: string): Promise<Stripe.Issuing.Card | null> {
-    const page = await this.client.issuing.cards.list({ cardholder, limit: 100 });
-    return page.data.find((c) => c.metadata?.card_id === cardId) ?? null;
+  /** Our card's Issuing card, by metadata, among the cardholder's cards made since our card. */
+  private issuingCardOf(cardholder: string, refs: CardRefs): Promise<Stripe.Issuing.Card | null> {
+    return firstListed(this.client.issuing.cards.list({ cardholder, created: createdSince(refs.createdAt), limit: 100 }), (c) => c.metadata?.card_id === refs.cardId);
   }
 
-  async findCard(account: ProcessorAccount, refs: { cardId: string }) {
+  async findCard(account: ProcessorAccount, refs: CardRefs) {
     this.check(account);
     const cardholder = (await this.row(account))?.cardholder_id;
     if (!cardholder) return null;
-    const ic = await this.call("mint", () => this.issuingCardOf(cardholder, refs.cardId));
+    const ic = await this.call("mint", () => this.issuingCardOf(cardholder, refs));
     return ic ? minted(ic) : null;
   }
 

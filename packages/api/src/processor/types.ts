@@ -27,15 +27,22 @@ export const formatExpiration = (month: number, year: number) => `${String(month
  * A card processor: holds on the saved payment method and virtual cards. Every mutating call takes
  * an idempotency key derived from our own ids, so retrying any step never makes a second object.
  */
+/** What finds the processor's objects made for our card: its id (in their metadata) and creation time (ms). */
+export interface CardRefs {
+  cardId: string;
+  createdAt: number;
+}
+
 export interface Processor {
   readonly name: string;
   /** `refs` label the hold at the processor (metadata), so it can be found from our ids. */
-  placeHold(account: ProcessorAccount, amountCents: number, refs: { cardId: string }, idempotencyKey: string): Promise<{ holdId: string }>;
+  placeHold(account: ProcessorAccount, amountCents: number, refs: CardRefs, idempotencyKey: string): Promise<{ holdId: string }>;
   /**
    * The hold made for our card, whatever key made it, by reading the processor (never by sending
    * a create again): an unknown outcome is resolved this way. Null when there is none.
+   * `createdAt` is our card's creation time (ms): the hold was made after it.
    */
-  findHold(account: ProcessorAccount, refs: { cardId: string }): Promise<{ holdId: string; status: "held" | "captured" | "canceled" } | null>;
+  findHold(account: ProcessorAccount, refs: CardRefs): Promise<{ holdId: string; status: "held" | "captured" | "canceled" } | null>;
   cancelHold(account: ProcessorAccount, holdId: string, idempotencyKey: string): Promise<void>;
   /**
    * Captures `amountCents` of the hold and releases the rest; a hold captures once. Throws
@@ -43,10 +50,10 @@ export interface Processor {
    */
   captureHold(account: ProcessorAccount, holdId: string, amountCents: number, idempotencyKey: string): Promise<void>;
   /** The processor's card minted for our card, whatever key made it, by reading (as findHold); null when there is none. */
-  findCard(account: ProcessorAccount, refs: { cardId: string }): Promise<MintedCard | null>;
+  findCard(account: ProcessorAccount, refs: CardRefs): Promise<MintedCard | null>;
   mintCard(
     account: ProcessorAccount,
-    card: { cardId: string; amountCents: number; agentId: string | null },
+    card: CardRefs & { amountCents: number; agentId: string | null },
     idempotencyKey: string,
   ): Promise<MintedCard>;
   /**
@@ -56,7 +63,7 @@ export interface Processor {
   chargeOffSession(
     account: ProcessorAccount,
     amountCents: number,
-    refs: { cardId: string; paymentId: string },
+    refs: CardRefs & { paymentId: string },
     idempotencyKey: string,
   ): Promise<{ paymentId: string }>;
   /** Gives money back through a payment (a captured hold or a charge); at most what it collected. */
