@@ -329,6 +329,65 @@ describe(`stripe processor (${dbKind})`, () => {
       await expectNothingLeft(account.id);
     });
 
+    it("a hold declined: the failed card is final at once, and the recovery pass never looks for an Issuing card of it", async () => {
+      const { account, key } = await setup("pm_card_chargeDeclined");
+      expectError(await s.request("POST", "/v1/cards", { key, body: { amount_cents: 900 } }), 402, "payment_method_declined");
+      const [card] = await s.query("SELECT status, revoked_at FROM cards WHERE account_id = ?", [account.id]);
+      expect(card!.status).toBe("FAILED");
+      expect(card!.revoked_at).not.toBeNull();
+      const n = fake.requests.length;
+      await s.app.services.maintenance.run();
+      expect(since(n).filter((c) => c.route === "issuing.cards.list")).toEqual([]);
+    });
+
+    describe("a mint that hangs may make its card after the request gave up and looked", () => {
+      /** A request whose mint hangs: 502, the hold released, the card FAILED with its mint unresolved. */
+      async function hungMint() {
+        const { account, key } = await setup();
+        fake.fail("issuing.cards.create", faults.hang());
+        expectError(await s.request("POST", "/v1/cards", { key, body: { amount_cents: 900 } }), 502, "processor_error");
+        fake.clearFaults();
+        const [card] = await s.query("SELECT id, status, hold_status, revoked_at FROM cards WHERE account_id = ?", [account.id]);
+        expect(card).toMatchObject({ status: "FAILED", hold_status: "RELEASED", revoked_at: null });
+        return { account, cardId: card!.id as string };
+      }
+      /** The recovery pass, a creation lease after the failure (its due time moved to now). */
+      async function aLeaseLater(cardId: string) {
+        await s.app.services.maintenance.run();
+        await s.query("UPDATE cards SET recovery_next_at = ? WHERE id = ?", [Date.now() - 1, cardId]);
+        await s.app.services.maintenance.run();
+        const [row] = await s.query("SELECT processor_card_id, revoked_at, recovery_attempts, needs_attention FROM cards WHERE id = ?", [cardId]);
+        return row!;
+      }
+
+      it("Stripe makes it late: the recovery pass looks again a lease later, finds it and cancels it", async () => {
+        const { account, cardId } = await hungMint();
+        // The hung call ends at Stripe now: an active card, made for ours.
+        const made = await fetch(`${fake.url}/v1/issuing/cards`, {
+          method: "POST",
+          headers: { authorization: "Bearer sk_test_fake", "content-type": "application/x-www-form-urlencoded" },
+          body: new URLSearchParams({ cardholder: (await stripeIds(account.id)).cardholder_id!, currency: "usd", type: "virtual", status: "active", "metadata[card_id]": cardId }),
+        });
+        const ic = (await made.json()) as { id: string };
+        const row = await aLeaseLater(cardId);
+        expect(fake.cards.get(ic.id)!.status).toBe("canceled");
+        expect(row.processor_card_id).toBe(ic.id);
+        expect(row.revoked_at).not.toBeNull();
+        await expectNothingLeft(account.id);
+      });
+
+      it("nothing was made: the lookup a lease later settles the card, without an operator", async () => {
+        const { account, cardId } = await hungMint();
+        const n = fake.requests.length;
+        const row = await aLeaseLater(cardId);
+        expect(since(n).filter((c) => c.route === "issuing.cards.list")).toHaveLength(1);
+        expect(row).toMatchObject({ processor_card_id: null, recovery_attempts: 0 });
+        expect(row.revoked_at).not.toBeNull();
+        expect(!!row.needs_attention).toBe(false);
+        expect((await atStripe(account.id)).cards).toEqual([]);
+      });
+    });
+
     it("a retry after a 502 makes a new card under new keys and leaves exactly one hold", async () => {
       const { account, key } = await setup();
       fake.fail("issuing.cards.create", faults.serverError(), 2);

@@ -206,6 +206,8 @@ export class CardService {
       where: [
         { ...due, status: "CLOSED", revoked_at: IsNull() },
         { ...due, status: In(["CLOSED", "FAILED"]), hold_status: In(["OPEN", "PENDING"]) },
+        // Failed while a card may have been minted for it (see IssuanceService.revokeLostMint).
+        { ...due, status: "FAILED", revoked_at: IsNull() },
         // Settled (its hold captured): nothing more may be authorized on it.
         { ...due, status: "USED", hold_status: "CAPTURED", revoked_at: IsNull(), processor_card_id: Not(IsNull()) },
       ],
@@ -220,7 +222,7 @@ export class CardService {
 
   /**
    * One attempt at a card's processor follow-up (USED: revoke; CLOSED: revoke, release the hold;
-   * FAILED: release the hold). A failure is tried again after a backoff, and after MAX_ATTEMPTS the
+   * FAILED: release the hold, revoke a card its mint may have made). A failure is tried again after a backoff, and after MAX_ATTEMPTS the
    * card is left to an operator (`needingAttention`, `retryRecovery`); a success clears the count.
    */
   async followUp(card: Card): Promise<boolean> {
@@ -228,8 +230,10 @@ export class CardService {
       if (card.status === "USED") await this.deactivate(card);
       else if (card.status === "CLOSED") await this.finishClose(card);
       else {
-        const account = await this.accounts.get(card.account_id);
-        await this.issuer.releaseHold(card, processorAccount(account, card.mode), this.deps.processors(card.mode), SYSTEM);
+        const pa = processorAccount(await this.accounts.get(card.account_id), card.mode);
+        const processor = this.deps.processors(card.mode);
+        if (card.hold_status === "OPEN" || card.hold_status === "PENDING") await this.issuer.releaseHold(card, pa, processor, SYSTEM);
+        if (card.revoked_at === null) await this.issuer.revokeLostMint(card, pa, processor, true);
       }
     } catch (err) {
       const apiError = toApiError(err);

@@ -1,4 +1,4 @@
-import { In, LessThan } from "typeorm";
+import { In, IsNull, LessThan } from "typeorm";
 import { affected, isUniqueViolation } from "../db/datasource.js";
 import { ApprovalEntity, CardEntity, type Account, type Card } from "../db/entities.js";
 import { AccountSetupError, PaymentDeclinedError, type Processor, type ProcessorAccount } from "../processor/types.js";
@@ -178,7 +178,8 @@ export class CardIssuer {
         card.hold_status = "OPEN";
       } catch (err) {
         // A decline is definite: no hold exists. Anything else may have left one; release it.
-        await this.fail(card, pa, processor, err instanceof PaymentDeclinedError ? "NONE" : "PENDING");
+        // No mint was tried, unless by the attempt this one took over.
+        await this.fail(card, pa, processor, err instanceof PaymentDeclinedError ? "NONE" : "PENDING", resumed ? "unknown" : "none");
         throw toApiError(err);
       }
     }
@@ -192,9 +193,10 @@ export class CardIssuer {
       minted =
         found ?? (await callProcessor("mint", timeout, () => processor.mintCard(pa, { cardId: card.id, createdAt: card.created_at, amountCents: card.amount_cents, agentId: card.agent_id }, key)));
     } catch (err) {
-      await this.fail(card, pa, processor, "OPEN");
       // A refused set-up is definite (nothing was made); any other failure may hide a card.
-      if (!(err instanceof AccountSetupError)) await this.revokeLostMint(card, pa, processor).catch(() => undefined);
+      const mint = err instanceof AccountSetupError && !resumed ? "none" : "unknown";
+      await this.fail(card, pa, processor, "OPEN", mint);
+      if (mint === "unknown") await this.revokeLostMint(card, pa, processor).catch(() => undefined);
       throw toApiError(err);
     }
     const opened: Card = {
@@ -238,12 +240,23 @@ export class CardIssuer {
 
   /**
    * Compensation: the card becomes FAILED and any hold it may have is cancelled. If cancelling
-   * fails too, the hold stays marked and the recovery pass retries it.
+   * fails too, the hold stays marked and the recovery pass retries it. `mint` says whether a card
+   * may have been minted for it: if none was, its processor side is final at once (revoked_at);
+   * if one may have been, the recovery pass looks for it again a creation lease later (see
+   * revokeLostMint), and retries a failed hold release then too.
    */
-  private async fail(card: Card, pa: ProcessorAccount, processor: Processor, holdStatus: "NONE" | "PENDING" | "OPEN") {
+  private async fail(card: Card, pa: ProcessorAccount, processor: Processor, holdStatus: "NONE" | "PENDING" | "OPEN", mint: "none" | "unknown") {
+    const now = Date.now();
     const failed = this.cards.updateStatement(
       { id: card.id, status: "CREATING" },
-      { status: "FAILED", hold_id: card.hold_id, hold_status: holdStatus, lease_until: null, approval_id: null },
+      {
+        status: "FAILED",
+        hold_id: card.hold_id,
+        hold_status: holdStatus,
+        lease_until: null,
+        approval_id: null,
+        ...(mint === "none" ? { revoked_at: now } : { recovery_next_at: now + this.deps.config.creationLeaseMs }),
+      },
     );
     // The approval goes back to PENDING in the same transaction: never APPROVED without a card.
     const released = card.approval_id
@@ -275,15 +288,19 @@ export class CardIssuer {
   }
 
   /**
-   * A mint that failed or timed out may still have made a card at the processor (its answer lost).
-   * It is looked up, never created again to find it, and revoked: no card ever lives without a hold.
+   * A mint that failed or timed out may still have made a card at the processor: its answer was
+   * lost, or the call is still running there and makes the card later. It is looked up, never
+   * created again to find it, and revoked: no card ever lives without a hold. revoked_at then says
+   * no card of ours can be live there. A lookup that finds nothing is `final` only when the
+   * recovery pass makes it, a creation lease after the failure (a call still running at the
+   * processor has ended by then); the failing request's own lookup leaves the card to that one.
    */
-  private async revokeLostMint(card: Card, pa: ProcessorAccount, processor: Processor): Promise<void> {
+  async revokeLostMint(card: Card, pa: ProcessorAccount, processor: Processor, final = false): Promise<void> {
     const timeout = this.deps.config.processorTimeoutMs;
     const minted = await callProcessor("mint", timeout, () => processor.findCard(pa, { cardId: card.id, createdAt: card.created_at }));
-    if (!minted) return;
-    await callProcessor("revoke", timeout, () => processor.revokeCard(pa, minted.processorCardId, `${card.id}:revoke`));
-    await this.cards.update({ id: card.id, status: "FAILED" }, { processor_card_id: minted.processorCardId, revoked_at: Date.now() });
+    if (minted) await callProcessor("revoke", timeout, () => processor.revokeCard(pa, minted.processorCardId, `${card.id}:revoke`));
+    if (minted || final)
+      await this.cards.update({ id: card.id, status: "FAILED", revoked_at: IsNull() }, { processor_card_id: minted?.processorCardId ?? null, revoked_at: Date.now() });
   }
 
   /** Recovery: finishes cards whose request died mid-way (lease expired). */
