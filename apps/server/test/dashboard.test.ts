@@ -372,7 +372,7 @@ describe.skipIf(!haveChromium)(`the dashboard in a browser (${dbKind})`, () => {
     expect(err.message).toMatch(/test-mode key/);
   });
 
-  it("sign out ends the session and leads to sign-in; signing in again works", async () => {
+  it("sign out ends the session and leads to sign-in; signing in again returns to the page asked for", async () => {
     const before = (await d.context.cookies()).find((c) => c.name === "cardctl_session")!;
     await page.getByRole("button", { name: "Sign out" }).click();
     await page.getByRole("heading", { name: "Sign in to cardctl" }).waitFor();
@@ -388,7 +388,19 @@ describe.skipIf(!haveChromium)(`the dashboard in a browser (${dbKind})`, () => {
     await page.getByRole("alert").waitFor();
     await page.getByLabel("Password").fill(PASSWORD);
     await page.getByRole("button", { name: "Sign in" }).click();
-    await page.getByRole("heading", { name: "Approvals" }).waitFor();
+    await page.getByRole("heading", { name: "Cards" }).waitFor();
+    expect(new URL(page.url()).pathname).toBe("/cards");
+    // A way back to another site, or to a page that is not one, leads to the inbox.
+    for (const next of ["https://evil.example/cards", "/sign-in", "/nowhere"]) {
+      await page.getByRole("button", { name: "Sign out" }).click();
+      await page.getByRole("heading", { name: "Sign in to cardctl" }).waitFor();
+      await page.goto(`${s.url}/sign-in?next=${encodeURIComponent(next)}`);
+      await page.getByLabel("Email").fill("owner@dashboard.example");
+      await page.getByLabel("Password").fill(PASSWORD);
+      await page.getByRole("button", { name: "Sign in" }).click();
+      await page.getByRole("heading", { name: "Approvals" }).waitFor();
+      expect(new URL(page.url()).pathname, next).toBe("/");
+    }
   });
 
   it("loaded nothing the CSP blocked and threw no error", () => {

@@ -4,10 +4,11 @@ import { navigate, PAGES } from "../router";
 import { ErrorNote } from "../ui";
 
 /**
- * Pages a signed-out visitor comes back to once signed in: Setup, where the API's `setup_url`
- * (in every 403 setup_required) leads. Others start at the approvals inbox.
+ * Pages a signed-out visitor comes back to once signed in: every page of a signed-in owner (a
+ * bookmark, a link to Cards, the API's `setup_url` in every 403 setup_required). The inbox is
+ * where sign-in leads anyway.
  */
-const RETURN_TO: readonly string[] = [PAGES.setup];
+const RETURN_TO: readonly string[] = Object.values(PAGES).filter((p) => p !== PAGES.signIn && p !== PAGES.invite && p !== PAGES.inbox);
 
 /** Where a signed-out visitor of `path` is sent: sign-in, with the way back when `path` is one to return to. */
 export const signInPath = (path: string) =>
