@@ -206,7 +206,7 @@ export class CardService {
       where: [
         { ...due, status: "CLOSED", revoked_at: IsNull() },
         { ...due, status: In(["CLOSED", "FAILED"]), hold_status: In(["OPEN", "PENDING"]) },
-        // Failed while a card may have been minted for it (see IssuanceService.revokeLostMint).
+        // Failed while a card may have been minted for it (see CardIssuer.revokeLostMint).
         { ...due, status: "FAILED", revoked_at: IsNull() },
         // Settled (its hold captured): nothing more may be authorized on it.
         { ...due, status: "USED", hold_status: "CAPTURED", revoked_at: IsNull(), processor_card_id: Not(IsNull()) },
@@ -222,8 +222,9 @@ export class CardService {
 
   /**
    * One attempt at a card's processor follow-up (USED: revoke; CLOSED: revoke, release the hold;
-   * FAILED: release the hold, revoke a card its mint may have made). A failure is tried again after a backoff, and after MAX_ATTEMPTS the
-   * card is left to an operator (`needingAttention`, `retryRecovery`); a success clears the count.
+   * FAILED: release the hold, revoke a card its mint may have made). A failure is tried again
+   * after a backoff, and after MAX_ATTEMPTS the card is left to an operator (`needingAttention`,
+   * `retryRecovery`); a success clears the count.
    */
   async followUp(card: Card): Promise<boolean> {
     try {
