@@ -18,6 +18,6 @@ export default defineConfig({
   noExternal: ["@cardctl/sdk", "@cardctl/contract"],
   external: ["@modelcontextprotocol/sdk", "zod"],
   esbuildOptions(o) {
-    o.alias = { "@cardctl/sdk": "../sdk/src/index.ts", "@cardctl/contract": "../contract/src/index.ts" };
+    o.alias = { "@cardctl/sdk": "../sdk/src/index.ts", "@cardctl/contract/money": "../contract/src/money.ts", "@cardctl/contract": "../contract/src/index.ts" };
   },
 });

@@ -19,12 +19,3 @@ export function parseCents(input: string, flag = "--amount-cents"): number {
   if (!Number.isSafeInteger(cents) || cents < 1) throw new UsageError(`${flag} must be at least 1, got "${input}".`);
   return cents;
 }
-
-/** 1250 → "$12.50"; -5 → "-$0.05". */
-export function formatMoney(cents: number | null | undefined): string {
-  if (cents === null || cents === undefined || !Number.isFinite(cents)) return "-";
-  const sign = cents < 0 ? "-" : "";
-  const abs = Math.abs(Math.trunc(cents));
-  const dollars = Math.floor(abs / 100).toLocaleString("en-US");
-  return `${sign}$${dollars}.${String(abs % 100).padStart(2, "0")}`;
-}

@@ -1,4 +1,4 @@
-import { formatMoney } from "./money.js";
+import { formatMoney } from "@cardctl/sdk";
 
 export interface OutputOptions {
   json?: boolean;

@@ -1,6 +1,6 @@
 import type { DollarFlag } from "./context.js";
 import { AuthError, ConnectionError, UsageError, exitCodeFor, isApiError } from "./errors.js";
-import { formatMoney } from "./money.js";
+import { formatMoney } from "@cardctl/sdk";
 import { durationsInWords, type Output } from "./output.js";
 
 export interface ReportContext {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { formatMoney, parseAmount, parseCents } from "../src/money.js";
+import { formatMoney } from "@cardctl/sdk";
+import { parseAmount, parseCents } from "../src/money.js";
 import { relativeTime } from "../src/output.js";
 
 describe("money", () => {
@@ -16,7 +17,7 @@ describe("money", () => {
     expect(parseCents("1250")).toBe(1250);
     for (const bad of ["12.5", "-3", "0", "abc"]) expect(() => parseCents(bad)).toThrow();
   });
-  it("formats cents", () => {
+  it("formats cents (the SDK's formatMoney, shared with the MCP tools and the dashboard)", () => {
     expect(formatMoney(1250)).toBe("$12.50");
     expect(formatMoney(5)).toBe("$0.05");
     expect(formatMoney(123456789)).toBe("$1,234,567.89");

@@ -1,8 +1,8 @@
 import type { Approval, Card, CardCreated, CardDetail, Cardctl, PendingApproval } from "@cardctl/sdk";
-import { DecisionTimeoutError } from "@cardctl/sdk";
+import { DecisionTimeoutError, formatMoney } from "@cardctl/sdk";
 import type { RequestHandlerExtra } from "@modelcontextprotocol/sdk/shared/protocol.js";
 import type { CallToolResult, ServerNotification, ServerRequest } from "@modelcontextprotocol/sdk/types.js";
-import { dollars, ok } from "./results.js";
+import { ok } from "./results.js";
 
 export type Extra = RequestHandlerExtra<ServerRequest, ServerNotification>;
 
@@ -19,7 +19,7 @@ export function publicCard(card: CardDetail | CardCreated | Card): Card | CardCr
 
 export function describeCard(card: Card | CardCreated | CardDetail): string {
   const limit = "spending_limit_cents" in card ? card.spending_limit_cents : card.amount_cents;
-  return `card ${card.id} (${card.status}, limit ${dollars(limit)}, ${dollars(card.remaining_cents)} left, ends in ${card.last_four}, unused until ${card.expires_at})`;
+  return `card ${card.id} (${card.status}, limit ${formatMoney(limit)}, ${formatMoney(card.remaining_cents)} left, ends in ${card.last_four}, unused until ${card.expires_at})`;
 }
 
 type Outcome =

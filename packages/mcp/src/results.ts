@@ -1,8 +1,5 @@
-import { CardctlError, PolicyViolationError, SetupRequiredError } from "@cardctl/sdk";
+import { CardctlError, formatMoney, PolicyViolationError, SetupRequiredError } from "@cardctl/sdk";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
-
-/** "$12.50" for 1250: amounts are integer cents everywhere; the sentence for the model reads as money. */
-export const dollars = (cents: number) => `$${(cents / 100).toFixed(2)}`;
 
 /** A tool's answer: the object as structured content, and a short sentence for the model. */
 export const ok = (text: string, data: object): CallToolResult => ({
@@ -20,7 +17,7 @@ export function toolError(err: unknown): CallToolResult {
   let text = `${err.code}: ${err.message}`;
   if (err instanceof SetupRequiredError && err.setupUrl) text += ` A human must finish the account's set-up at ${err.setupUrl}.`;
   if (err instanceof PolicyViolationError && err.maxAmountCents !== undefined)
-    text += ` The most one card may hold is ${err.maxAmountCents} cents (${dollars(err.maxAmountCents)}); ask for less, or ask a human to raise the policy.`;
+    text += ` The most one card may hold is ${err.maxAmountCents} cents (${formatMoney(err.maxAmountCents)}); ask for less, or ask a human to raise the policy.`;
   const error = { code: err.code, message: err.message, status: err.status ?? null, details: err.details, request_id: err.requestId ?? null };
   return { isError: true, content: [{ type: "text", text }], structuredContent: { error } };
 }

@@ -27,3 +27,5 @@ export { Page, PagePromise } from "./pagination.js";
 export * from "./errors.js";
 export type * from "./types.js";
 export * as schemas from "@cardctl/contract";
+// From its own module: a bundle that uses only this does not take the schemas (and zod) with it.
+export { formatMoney } from "@cardctl/contract/money";

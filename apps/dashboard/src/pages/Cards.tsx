@@ -1,7 +1,8 @@
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useState } from "react";
 import { trpc, useList } from "../api";
-import { dollars, when } from "../format";
+import { formatMoney } from "@cardctl/contract/money";
+import { when } from "../format";
 import { Confirm, ErrorNote, Loaded, LoadMore } from "../ui";
 import { Reveal } from "./Reveal";
 
@@ -34,7 +35,7 @@ export function Cards() {
             {c.data.map((card) => (
               <li key={card.id} className="item" aria-label={`Card ending ${card.last_four}`}>
                 <div className="row">
-                  <strong className="amount">{dollars(card.amount_cents)}</strong>
+                  <strong className="amount">{formatMoney(card.amount_cents)}</strong>
                   <span className={`badge ${card.status.toLowerCase()}`}>{card.status}</span>
                 </div>
                 <p>
@@ -42,7 +43,7 @@ export function Cards() {
                   {card.purpose ? ` · ${card.purpose}` : ""}
                 </p>
                 <p className="muted">
-                  Spent {dollars(card.spent_cents)} · {dollars(card.remaining_cents)} left · issued {when(card.created_at)}
+                  Spent {formatMoney(card.spent_cents)} · {formatMoney(card.remaining_cents)} left · issued {when(card.created_at)}
                 </p>
                 <button type="button" className="secondary" aria-expanded={openId === card.id} onClick={() => setOpenId(openId === card.id ? null : card.id)}>
                   {openId === card.id ? "Hide details" : "Details"}
@@ -78,7 +79,7 @@ function CardDetail({ card }: { card: Card }) {
           <Confirm
             label="Close card"
             confirm={`Close card ending ${card.last_four}`}
-            question={`Close the card ending ${card.last_four}? It stops working at once and its ${dollars(card.remaining_cents)} hold is released.`}
+            question={`Close the card ending ${card.last_four}? It stops working at once and its ${formatMoney(card.remaining_cents)} hold is released.`}
             busy={close.isPending}
             onConfirm={() => close.mutate()}
           />
@@ -90,7 +91,7 @@ function CardDetail({ card }: { card: Card }) {
           <ul className="lines">
             {a.data.map((x) => (
               <li key={x.id}>
-                {dollars(x.amount_cents)} · {x.merchant.name ?? "unknown merchant"} · {x.approved ? x.status : `declined (${x.decline_reason ?? "no reason"})`} ·{" "}
+                {formatMoney(x.amount_cents)} · {x.merchant.name ?? "unknown merchant"} · {x.approved ? x.status : `declined (${x.decline_reason ?? "no reason"})`} ·{" "}
                 <span className="muted">{when(x.created_at)}</span>
               </li>
             ))}
@@ -103,7 +104,7 @@ function CardDetail({ card }: { card: Card }) {
           <ul className="lines">
             {t.data.map((x) => (
               <li key={x.id}>
-                {x.type === "refund" ? "Refund" : "Capture"} {dollars(x.amount_cents)} · {x.merchant_name ?? "unknown merchant"} ·{" "}
+                {x.type === "refund" ? "Refund" : "Capture"} {formatMoney(x.amount_cents)} · {x.merchant_name ?? "unknown merchant"} ·{" "}
                 <span className="muted">{when(x.created_at)}</span>
               </li>
             ))}

@@ -2,7 +2,8 @@ import { useInfiniteQuery } from "@tanstack/react-query";
 import { useState } from "react";
 import { EVENT_TYPES } from "@cardctl/contract/event-types";
 import { trpc } from "../api";
-import { dollars, when } from "../format";
+import { formatMoney } from "@cardctl/contract/money";
+import { when } from "../format";
 import { ErrorNote, Loaded } from "../ui";
 
 type Event = Awaited<ReturnType<typeof trpc.events.list.query>>["data"][number];
@@ -17,7 +18,7 @@ const actor = (a: Event["actor"]) => `by ${ACTORS[a.type]}${a.id ? ` ${a.id}` : 
 function gist(e: Event): string {
   const o = e.data.object;
   const id = typeof o.id === "string" ? o.id : typeof o.account_id === "string" ? o.account_id : null;
-  const parts = [id, typeof o.amount_cents === "number" ? dollars(o.amount_cents) : null];
+  const parts = [id, typeof o.amount_cents === "number" ? formatMoney(o.amount_cents) : null];
   return parts.filter(Boolean).join(" · ");
 }
 

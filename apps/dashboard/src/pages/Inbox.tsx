@@ -1,7 +1,8 @@
 import { useMutation, useQueryClient } from "@tanstack/react-query";
 import { useState, type FormEvent } from "react";
 import { trpc, useList } from "../api";
-import { dollars, when } from "../format";
+import { formatMoney } from "@cardctl/contract/money";
+import { when } from "../format";
 import { ErrorNote, Loaded, LoadMore } from "../ui";
 
 type Approval = Awaited<ReturnType<typeof trpc.approvals.list.query>>["data"][number];
@@ -41,9 +42,9 @@ function Request({ approval: a }: { approval: Approval }) {
   };
 
   return (
-    <li className="item" aria-label={`Request of ${dollars(a.amount_cents)}${a.agent_id ? ` by ${a.agent_id}` : ""}`}>
+    <li className="item" aria-label={`Request of ${formatMoney(a.amount_cents)}${a.agent_id ? ` by ${a.agent_id}` : ""}`}>
       <div className="row">
-        <strong className="amount">{dollars(a.amount_cents)}</strong>
+        <strong className="amount">{formatMoney(a.amount_cents)}</strong>
         <span>{a.agent_id ?? "unnamed agent"}</span>
       </div>
       {a.purpose && <p>{a.purpose}</p>}

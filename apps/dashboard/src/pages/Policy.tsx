@@ -1,7 +1,7 @@
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useState, type FormEvent } from "react";
 import { trpc } from "../api";
-import { dollars } from "../format";
+import { formatMoney } from "@cardctl/contract/money";
 import { ErrorNote, Loaded } from "../ui";
 
 type PolicyData = Awaited<ReturnType<typeof trpc.policies.retrieveDefault.query>>;
@@ -32,7 +32,7 @@ function PolicyForm({ policy }: { policy: PolicyData }) {
   return (
     <form onSubmit={submit}>
       <p className="muted">
-        Now: {policy.approval_required ? "every card needs your approval" : "cards are issued without approval"}, at most {dollars(policy.max_amount_cents)} a card.
+        Now: {policy.approval_required ? "every card needs your approval" : "cards are issued without approval"}, at most {formatMoney(policy.max_amount_cents)} a card.
       </p>
       <label className="check">
         <input type="checkbox" checked={approval} onChange={(e) => setApproval(e.target.checked)} />

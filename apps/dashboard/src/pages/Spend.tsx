@@ -1,6 +1,6 @@
 import { useQuery } from "@tanstack/react-query";
 import { trpc } from "../api";
-import { dollars } from "../format";
+import { formatMoney } from "@cardctl/contract/money";
 import { Loaded } from "../ui";
 
 type Day = Awaited<ReturnType<typeof trpc.spend.daily.query>>[number];
@@ -31,11 +31,11 @@ export function Spend() {
 function Summary({ balance: b }: { balance: Balance }) {
   const yes = (v: boolean) => (v ? "Yes" : "No");
   const rows: [string, string][] = [
-    ["Held on open cards", dollars(b.held_cents)],
+    ["Held on open cards", formatMoney(b.held_cents)],
     ["Open cards", String(b.open_cards)],
     ["Pending approvals", String(b.pending_approvals)],
-    ["Uncollected", dollars(b.uncollected_cents)],
-    ["Maximum per card", dollars(b.max_per_card_cents)],
+    ["Uncollected", formatMoney(b.uncollected_cents)],
+    ["Maximum per card", formatMoney(b.max_per_card_cents)],
     ["Approval required", yes(b.approval_required)],
     ["Setup complete", yes(b.setup_complete)],
   ];
@@ -58,20 +58,20 @@ function DailySpend({ days }: { days: Day[] }) {
   const top = days.reduce<Day | undefined>((best, d) => (d.spent_cents > (best?.spent_cents ?? 0) ? d : best), undefined);
   const first = days[0];
   const summary =
-    `Daily spend, ${dayLabel(first!.date)} to ${dayLabel(today!.date)}: ${dollars(total)} in all` +
-    (top ? `, most on ${dayLabel(top.date)} (${dollars(top.spent_cents)})` : ", nothing spent") +
-    `; today ${dollars(today!.spent_cents)}.`;
+    `Daily spend, ${dayLabel(first!.date)} to ${dayLabel(today!.date)}: ${formatMoney(total)} in all` +
+    (top ? `, most on ${dayLabel(top.date)} (${formatMoney(top.spent_cents)})` : ", nothing spent") +
+    `; today ${formatMoney(today!.spent_cents)}.`;
   return (
     <>
       <dl className="facts">
         <div>
           <dt>Today</dt>
-          <dd>{dollars(today!.spent_cents)}</dd>
+          <dd>{formatMoney(today!.spent_cents)}</dd>
         </div>
         <div>
           <dt>Last {days.length} days</dt>
           <dd>
-            {dollars(total)} <span className="muted">({count(transactions, "transaction")})</span>
+            {formatMoney(total)} <span className="muted">({count(transactions, "transaction")})</span>
           </dd>
         </div>
       </dl>
@@ -93,7 +93,7 @@ function DailySpend({ days }: { days: Day[] }) {
                 <th scope="row">
                   <time dateTime={d.date}>{dayLabel(d.date)}</time>
                 </th>
-                <td>{dollars(d.spent_cents)}</td>
+                <td>{formatMoney(d.spent_cents)}</td>
                 <td>{d.transactions}</td>
               </tr>
             ))}
@@ -121,8 +121,8 @@ function Chart({ days, label }: { days: Day[]; label: string }) {
   return (
     <div className="chart">
       <div className="chart-axis muted" aria-hidden="true">
-        <span>{dollars(high)}</span>
-        {low < 0 && <span>{dollars(low)}</span>}
+        <span>{formatMoney(high)}</span>
+        {low < 0 && <span>{formatMoney(low)}</span>}
       </div>
       <svg role="img" aria-label={label} viewBox={`0 0 ${W} ${H}`} preserveAspectRatio="none">
         {days.map((d, i) =>
@@ -135,7 +135,7 @@ function Chart({ days, label }: { days: Day[]; label: string }) {
               y={Math.min(y(d.spent_cents), y(0))}
               height={Math.max(Math.abs(y(d.spent_cents) - y(0)), 0.5)}
             >
-              <title>{`${dayLabel(d.date)}: ${dollars(d.spent_cents)}, ${count(d.transactions, "transaction")}`}</title>
+              <title>{`${dayLabel(d.date)}: ${formatMoney(d.spent_cents)}, ${count(d.transactions, "transaction")}`}</title>
             </rect>
           ),
         )}

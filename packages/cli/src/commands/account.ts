@@ -1,7 +1,8 @@
 import type { Command } from "commander";
 import { ctxOf, type Ctx } from "../context.js";
 import { UsageError } from "../errors.js";
-import { formatMoney, parseAmount } from "../money.js";
+import { formatMoney } from "@cardctl/sdk";
+import { parseAmount } from "../money.js";
 import { relativeTime, truncate } from "../output.js";
 import { hints } from "../report.js";
 import { cardRequestParams, printCard } from "./cards.js";

@@ -1,8 +1,8 @@
-import { schemas as s } from "@cardctl/sdk";
+import { formatMoney, schemas as s } from "@cardctl/sdk";
 import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { z } from "zod";
 import { MAX_WAIT_SECONDS, awaitDecision, describeCard, issued, pending, publicCard, type Extra } from "../cards.js";
-import { dollars, guarded, ok } from "../results.js";
+import { guarded, ok } from "../results.js";
 import { revealCard } from "../reveal.js";
 import type { ToolContext } from "./context.js";
 
@@ -123,8 +123,8 @@ export function registerAgentTools(server: McpServer, { client, reveal }: ToolCo
     guarded(async (extra: Extra) => {
       const b = await client.balance.retrieve({ signal: extra.signal });
       const text =
-        `${dollars(b.held_cents)} held on ${b.open_cards} open card(s); ${b.pending_approvals} request(s) waiting for approval; ` +
-        `up to ${dollars(b.max_per_card_cents)} per card${b.approval_required ? ", every card needs a human's approval" : ""}` +
+        `${formatMoney(b.held_cents)} held on ${b.open_cards} open card(s); ${b.pending_approvals} request(s) waiting for approval; ` +
+        `up to ${formatMoney(b.max_per_card_cents)} per card${b.approval_required ? ", every card needs a human's approval" : ""}` +
         `${b.setup_complete ? "" : "; set-up is not complete, cards cannot be issued yet"}.`;
       return ok(text, b);
     }),
@@ -139,7 +139,7 @@ export function registerAgentTools(server: McpServer, { client, reveal }: ToolCo
     },
     guarded(async (extra: Extra) => {
       const p = await client.policies.retrieveDefault({ signal: extra.signal });
-      return ok(`Up to ${dollars(p.max_amount_cents)} per card; ${p.approval_required ? "every card needs a human's approval" : "no approval needed"}.`, p);
+      return ok(`Up to ${formatMoney(p.max_amount_cents)} per card; ${p.approval_required ? "every card needs a human's approval" : "no approval needed"}.`, p);
     }),
   );
 
@@ -170,7 +170,7 @@ export function registerAgentTools(server: McpServer, { client, reveal }: ToolCo
     },
     guarded(async (params, extra) => {
       const page = await client.approvals.list(params, { signal: extra.signal });
-      const lines = page.data.map((a) => `- ${a.id}: ${dollars(a.amount_cents)} ${a.status}${a.purpose ? ` for "${a.purpose}"` : ""}, expires ${a.expires_at}`);
+      const lines = page.data.map((a) => `- ${a.id}: ${formatMoney(a.amount_cents)} ${a.status}${a.purpose ? ` for "${a.purpose}"` : ""}, expires ${a.expires_at}`);
       return ok(page.data.length ? `${page.data.length} request(s):\n${lines.join("\n")}` : "No requests.", { data: page.data, has_more: page.has_more });
     }),
   );

@@ -1,7 +1,7 @@
-import { schemas as s } from "@cardctl/sdk";
+import { formatMoney, schemas as s } from "@cardctl/sdk";
 import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { describeCard } from "../cards.js";
-import { dollars, guarded, ok } from "../results.js";
+import { guarded, ok } from "../results.js";
 import type { ToolContext } from "./context.js";
 
 /**
@@ -47,7 +47,7 @@ export function registerHumanTools(server: McpServer, { client }: ToolContext): 
     },
     guarded(async (params, extra) => {
       const p = await client.policies.updateDefault(params, { signal: extra.signal });
-      return ok(`The policy is now: up to ${dollars(p.max_amount_cents)} per card; ${p.approval_required ? "every card needs approval" : "no approval needed"}.`, p);
+      return ok(`The policy is now: up to ${formatMoney(p.max_amount_cents)} per card; ${p.approval_required ? "every card needs approval" : "no approval needed"}.`, p);
     }),
   );
 }
