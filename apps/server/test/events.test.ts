@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { dbKind, expectError, processor, startServer, type TestServer } from "./harness.js";
 import { guarded, ISO, LIST_CARD_KEYS, APPROVAL_KEYS, ownerSession } from "./helpers.js";
-import { openStream } from "./sse.js";
+import { openStream, topSeq, writeEventAt } from "./sse.js";
 
 /** What the harness's newAccount announces: the payment method it saves, the keys it makes. */
 const SETUP_EVENTS = ["account.payment_method_updated", "api_key.created"];
@@ -385,7 +385,8 @@ describe(`events (${dbKind}, ${processor})`, () => {
         expect(closed.data.object.id).toBe(card.id);
         expect(all.events().map((e) => e.type)).toEqual(["card.created", "card.closed", "hold.released"].slice(0, all.events().length));
         const sent = all.messages.filter((m) => m.data);
-        expect(sent.map((m) => m.id)).toEqual(all.events().map((e) => e.id));
+        // Each message's id is a cursor that starts with its event's id.
+        expect(sent.map((m) => m.id!.split(".")[0])).toEqual(all.events().map((e) => e.id));
         expect(all.events()[0]).toEqual((await s.request("GET", `/v1/events/${all.events()[0].id}`, { key: a.key })).body);
         await onlyClosed.waitForEvent("card.closed");
         expect(onlyClosed.events().map((e) => e.type)).toEqual(["card.closed"]);
@@ -408,6 +409,53 @@ describe(`events (${dbKind}, ${processor})`, () => {
         expect(stream.events().map((e) => e.data.object.amount_cents)).toEqual([200, 300]);
       } finally {
         await stream.close();
+      }
+    });
+
+    it("resumes from a message's cursor without repeating an event", async () => {
+      const a = await account();
+      const stream = await openStream(s.url, a.key, { query: "?types=card.created" });
+      let cursor: string;
+      try {
+        for (const amount of [100, 200]) await a.post("/v1/cards", { amount_cents: amount });
+        await stream.until(() => stream.events().length >= 2, "two events");
+        cursor = stream.messages.filter((m) => m.data).at(-1)!.id!;
+      } finally {
+        await stream.close();
+      }
+      await a.post("/v1/cards", { amount_cents: 300 });
+      const resumed = await openStream(s.url, a.key, { lastEventId: cursor, query: "?types=card.created" });
+      try {
+        await resumed.until(() => resumed.events().length >= 1, "the event after the cursor");
+        await a.post("/v1/cards", { amount_cents: 400 });
+        await resumed.until(() => resumed.events().length >= 2, "the next event");
+        expect(resumed.events().map((e) => e.data.object.amount_cents)).toEqual([300, 400]);
+      } finally {
+        await resumed.close();
+      }
+    });
+
+    it("resuming finds an event that committed out of order, below the last one the client got", async () => {
+      const a = await account();
+      const top = await topSeq(s);
+      // Seq top+5 is read first, and top+3 commits after the client went away.
+      const event = (seq: number, id: string) => writeEventAt(s, a.acct.id, seq, id);
+      const stream = await openStream(s.url, a.key, { query: "?types=card.created" });
+      let cursor: string;
+      try {
+        await stream.until((m) => m.some((x) => x.comment === "connected"), "the stream");
+        await event(top + 5, "evt_readfirst00000000000000");
+        await stream.until(() => stream.events().length >= 1, "the first event");
+        cursor = stream.messages.find((m) => m.data)!.id!;
+      } finally {
+        await stream.close();
+      }
+      await event(top + 3, "evt_committedlate0000000000");
+      const resumed = await openStream(s.url, a.key, { lastEventId: cursor, query: "?types=card.created" });
+      try {
+        await resumed.until(() => resumed.events().some((e) => e.id === "evt_committedlate0000000000"), "the late event");
+      } finally {
+        await resumed.close();
       }
     });
 

@@ -1,3 +1,5 @@
+import type { TestServer } from "./harness.js";
+
 /** One Server-Sent Events message: its fields, or a comment line (heartbeats). */
 export interface SseMessage {
   id?: string;
@@ -100,3 +102,21 @@ export async function openStream(baseUrl: string, key: string, o: { query?: stri
     },
   };
 }
+
+/**
+ * Writes a card.created event row of `accountId` under an explicit seq, as a transaction that got
+ * its auto-increment value earlier and commits now would leave it (MySQL hands out the values at
+ * insert; rows appear at commit): with a lower seq than one a stream already read.
+ */
+export function writeEventAt(s: TestServer, accountId: string, seq: number, id: string) {
+  return s.query("INSERT INTO events (seq, id, account_id, mode, type, actor_type, actor_id, data, created_at) VALUES (?, ?, ?, 'test', 'card.created', 'system', NULL, ?, ?)", [
+    seq,
+    id,
+    accountId,
+    JSON.stringify({ id: `card_${id}` }),
+    Date.now(),
+  ]);
+}
+
+/** The highest seq of the outbox (every account's): explicit seqs above it are free. */
+export const topSeq = async (s: TestServer) => Number((await s.query("SELECT MAX(seq) AS top FROM events"))[0].top);

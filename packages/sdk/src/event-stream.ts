@@ -6,7 +6,7 @@ import type { Event, EventType } from "./types.js";
 export interface EventStreamOptions {
   /** Only these event types (default: every type). */
   types?: EventType[] | undefined;
-  /** Start after this event (`evt_…`) instead of now, e.g. where an earlier stream stopped. */
+  /** Start after this event (`evt_…`, or a message's cursor) instead of now, e.g. where an earlier stream stopped. */
   lastEventId?: string | undefined;
   /** Ends the stream: the iteration then finishes without an error. */
   signal?: AbortSignal | undefined;
@@ -19,6 +19,12 @@ export interface EventStreamOptions {
   /** A connection silent (not even a heartbeat) this long is taken as dropped (default 60 000 ms). */
   idleTimeoutMs?: number | undefined;
 }
+
+/**
+ * Ids of the events yielded lately, kept to drop repeats: when an event committed out of order
+ * around a reconnect, the server sends the moments before it again (it cannot tell what arrived).
+ */
+const RECENT_IDS = 10_000;
 
 /** One Server-Sent Events message of the stream. */
 interface SseMessage {
@@ -63,13 +69,15 @@ const transient = (err: unknown) => err instanceof APIConnectionError || err ins
 
 /**
  * The account's events live (GET /v1/events/stream), as an async iterator. Reconnects after a
- * drop with exponential backoff and `Last-Event-ID`, so no event is missed or repeated; errors a
+ * drop with exponential backoff and `Last-Event-ID` (the cursor of the last message), so no event
+ * is missed; one sent again on a resume is dropped here, so none is repeated either. Errors a
  * retry cannot fix (401, 400) are thrown.
  */
 export async function* streamEvents(http: HttpClient, options: EventStreamOptions): AsyncGenerator<Event, void, undefined> {
   const reconnect = options.reconnect ?? true;
   const idleMs = options.idleTimeoutMs ?? 60_000;
   let lastEventId = options.lastEventId;
+  const recent = new Set<string>();
   const query = { types: options.types?.length ? options.types.join(",") : undefined };
   for (let failures = 0; ; ) {
     if (options.signal?.aborted) return;
@@ -100,6 +108,9 @@ export async function* streamEvents(http: HttpClient, options: EventStreamOption
         if (next.done) break;
         const event = JSON.parse(next.value.data!) as Event;
         lastEventId = next.value.id ?? event.id;
+        if (recent.has(event.id)) continue;
+        recent.add(event.id);
+        if (recent.size > RECENT_IDS) recent.delete(recent.values().next().value!);
         yield event;
       }
       error = new APIConnectionError({ code: "stream_ended", message: "The server ended the event stream." });

@@ -1,6 +1,35 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AuthenticationError, Cardctl, NotFoundError, ValidationError, type Event, type Fetch } from "../src/index.js";
+import { topSeq, writeEventAt } from "../../../apps/server/test/sse.js";
 import { clientFor, startServer, type TestServer } from "./helpers.js";
+
+/**
+ * A fetch whose first event stream is cut right after its first event arrives (the network's
+ * doing); `beforeReconnect` runs before each later stream opens. Counts the streams opened.
+ */
+function cutAfterFirstEvent(beforeReconnect: () => Promise<void> = async () => {}) {
+  let connections = 0;
+  const cutting: Fetch = async (input, init) => {
+    const stream = input.includes("/events/stream");
+    if (stream && ++connections > 1) await beforeReconnect();
+    const res = await fetch(input, init);
+    if (!stream || connections > 1 || !res.body) return res;
+    const reader = res.body.getReader();
+    const body = new ReadableStream<Uint8Array>({
+      async pull(controller) {
+        const { done, value } = await reader.read();
+        if (done) return controller.close();
+        controller.enqueue(value);
+        if (new TextDecoder().decode(value).includes("data:")) {
+          await reader.cancel();
+          controller.error(new TypeError("terminated"));
+        }
+      },
+    });
+    return new Response(body, { status: res.status, headers: res.headers });
+  };
+  return { fetch: cutting, connections: () => connections };
+}
 
 describe("events.list, events.get and events.stream against the real server", () => {
   let s: TestServer;
@@ -45,26 +74,8 @@ describe("events.list, events.get and events.stream against the real server", ()
   });
 
   it("reconnects after a dropped connection and resumes after the last event, none missed or repeated", async () => {
-    // The first connection is cut right after its first event arrives.
-    let connections = 0;
-    const cutting: Fetch = async (input, init) => {
-      const res = await fetch(input, init);
-      if (!input.includes("/events/stream") || ++connections > 1 || !res.body) return res;
-      const reader = res.body.getReader();
-      const body = new ReadableStream<Uint8Array>({
-        async pull(controller) {
-          const { done, value } = await reader.read();
-          if (done) return controller.close();
-          controller.enqueue(value);
-          if (new TextDecoder().decode(value).includes("data:")) {
-            await reader.cancel();
-            controller.error(new TypeError("terminated"));
-          }
-        },
-      });
-      return new Response(body, { status: res.status, headers: res.headers });
-    };
-    const c = await fresh({ fetch: cutting });
+    const cutting = cutAfterFirstEvent();
+    const c = await fresh({ fetch: cutting.fetch });
     const abort = new AbortController();
     const seen: string[] = [];
     const drops: Error[] = [];
@@ -86,8 +97,41 @@ describe("events.list, events.get and events.stream against the real server", ()
     ids.push(await create(101), await create(102));
     await reading; // the abort ends the iteration without an error
     expect(seen).toEqual(ids);
-    expect(connections).toBeGreaterThanOrEqual(2);
+    expect(cutting.connections()).toBeGreaterThanOrEqual(2);
     expect(drops.length).toBeGreaterThanOrEqual(1);
+  });
+
+  it("an event that committed out of order while it reconnected arrives, and none is repeated", async () => {
+    const acct = await s.newAccount();
+    const top = await topSeq(s);
+    // Seq top+5 is read first, and top+3 commits while the client reconnects.
+    const event = (seq: number, id: string) => writeEventAt(s, acct.id, seq, id);
+    let lateWritten!: () => void;
+    const late = new Promise<void>((r) => (lateWritten = r));
+    // The second connection opens once the late event is in.
+    const c = clientFor(s, { apiKey: await acct.key(), fetch: cutAfterFirstEvent(() => late).fetch });
+    const abort = new AbortController();
+    const seen: string[] = [];
+    let connected!: () => void;
+    const open = new Promise<void>((r) => (connected = r));
+    let first!: () => void;
+    const firstSeen = new Promise<void>((r) => (first = r));
+    const reading = (async () => {
+      for await (const e of c.events.stream({ types: ["card.created"], signal: abort.signal, onConnect: () => connected() })) {
+        seen.push(e.id);
+        if (seen.length === 1) first();
+        if (seen.length === 3) abort.abort();
+      }
+    })();
+    await open;
+    await event(top + 5, "evt_readfirst00000000000000");
+    await firstSeen;
+    await event(top + 3, "evt_committedlate0000000000");
+    lateWritten();
+    const after = ((await c.cards.create({ amount_cents: 100 })) as { id: string }).id;
+    await reading;
+    expect(seen.slice(0, 2)).toEqual(["evt_readfirst00000000000000", "evt_committedlate0000000000"]);
+    expect((await c.events.get(seen[2]!)).data.object.id).toBe(after);
   });
 
   it("throws what a reconnect cannot fix: a bad key, an unknown type", async () => {

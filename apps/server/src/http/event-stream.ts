@@ -34,8 +34,8 @@ function checkMode(raw: unknown, mode: string) {
 
 /**
  * GET /v1/events/stream: the account's new events (of the key's mode) as Server-Sent Events, one
- * `id: evt_…` / `data: <event JSON>` message each; `?types=` filters, `?mode=` picks the mode of an owner's session, `Last-Event-ID` resumes
- * after that event. Read from the outbox (EventFeed), so events written by any instance arrive.
+ * `id: <cursor>` / `data: <event JSON>` message each; `?types=` filters, `?mode=` picks the mode of an owner's session, `Last-Event-ID` (a
+ * cursor, or an event's id) resumes after that event (see EventFeed). Read from the outbox (EventFeed), so events written by any instance arrive.
  * Comment lines every `heartbeatMs` keep idle proxies from closing it. A request timeout never
  * ends it (Node's requestTimeout covers receiving the request only); the client's disconnect and
  * the server's close do.
@@ -85,9 +85,9 @@ export function registerEventStream(app: FastifyInstance, services: Services, he
 
     const poll = async () => {
       try {
-        for (const event of await feed.next()) {
+        for (const { event, cursor } of await feed.next()) {
           if (ended) return;
-          res.write(`id: ${event.id}\ndata: ${JSON.stringify(eventView(event))}\n\n`);
+          res.write(`id: ${cursor}\ndata: ${JSON.stringify(eventView(event))}\n\n`);
         }
       } catch (err) {
         // The client reconnects (retry:) and resumes from its Last-Event-ID.

@@ -13,63 +13,123 @@ const SETTLE_MS = 30_000;
 /** Seqs read per query; events fetched per call. */
 const SCAN = 1000;
 const BATCH = 200;
+/** A cursor's range is recounted up to this many events (30 s of a busy account); a wider one (forged, or of a stalled stream) resumes after its event alone. */
+const RESUME_MAX = 10_000;
 
 const SCAN_SQL = `SELECT seq FROM events WHERE account_id = ? AND mode = ? AND seq > ? ORDER BY seq LIMIT ${SCAN}`;
-const LAST_SQL = "SELECT MAX(seq) AS seq FROM events WHERE account_id = ? AND mode = ?";
+const LAST_SQL = "SELECT seq, id FROM events WHERE account_id = ? AND mode = ? ORDER BY seq DESC LIMIT 1";
+
+/** An event handed out, with the feed's cursor just after it (the SSE id a client resumes from). */
+export interface FedEvent {
+  event: EventRecord;
+  cursor: string;
+}
+
+/** A seq of the account's events and that event's id (cursors name events by id, never by seq). */
+interface Mark {
+  seq: number;
+  id: string;
+}
+
+/**
+ * A cursor: the event just handed out, the feed's floor and the highest event handed out (by id;
+ * "-" for the floor of an account that had no events), and how many of the account's events
+ * between the two had been handed out. Seqs are global, so they stay out of what clients see.
+ */
+const cursorOf = (eventId: string, floor: Mark | null, max: Mark, handed: number) => `${eventId}.${floor?.id ?? "-"}.${max.id}.${handed}`;
+const CURSOR = /^(evt_[A-Za-z0-9]+)\.(evt_[A-Za-z0-9]+|-)\.(evt_[A-Za-z0-9]+)\.(\d{1,9})$/;
 
 /**
  * A live reader of one account's events in one mode, from the outbox (so events written by any
  * instance arrive): each `next()` returns the events committed since the last call, oldest first.
  * It reads by seq, and keeps re-scanning the seqs of the last SETTLE_MS (an index-only read) for
  * rows that committed out of order, remembering which it has handed out, so none is skipped or
- * repeated.
+ * repeated. Each event comes with a cursor that carries that memory across a reconnect.
  */
 export class EventFeed {
-  /** Every event at or below this seq was handed out, filtered out, or is taken as never coming. */
-  private floor: number;
-  /** Seqs above the floor already handed out (or filtered out). */
-  private readonly seen = new Set<number>();
   /** The highest seq seen, by when it was seen: the floor moves up to each once SETTLE_MS old. */
-  private readonly marks: { at: number; seq: number }[] = [];
+  private readonly marks: { at: number; mark: Mark }[] = [];
 
   constructor(
     private readonly deps: Deps,
     private readonly p: Principal,
-    start: number,
+    /** Every event at or below this was handed out, filtered out, or is taken as never coming (null: none yet). */
+    private floor: Mark | null,
+    /** Seqs above the floor already handed out (or filtered out), with their ids. */
+    private readonly seen: Map<number, string>,
     private readonly types: ReadonlySet<EventType> | null,
   ) {
-    this.floor = start;
+    const max = [...seen].reduce<Mark | null>((m, [seq, id]) => (m && m.seq > seq ? m : { seq, id }), null);
+    if (max) this.marks.push({ at: Date.now(), mark: max });
   }
 
   /**
-   * A feed from now on, or from just after `lastEventId` (the SSE `Last-Event-ID` of a client
-   * reconnecting), if it names an event of this account and mode that is still kept.
+   * A feed from now on, or resuming after `lastEventId` (the SSE `Last-Event-ID` of a client
+   * reconnecting): a cursor of this feed, or an event's id, of this account and mode, still kept.
+   * From a cursor, the account's events between its floor and its highest are counted again: as
+   * many as it had handed out means none committed late there, and nothing is sent twice; more
+   * means one did, and that range is sent again (the events' ids tell repeats apart).
    */
   static async open(deps: Deps, p: Principal, opts: { lastEventId?: string; types?: EventType[] }): Promise<EventFeed> {
     const types = opts.types?.length ? new Set(opts.types) : null;
-    const after = opts.lastEventId
-      ? await fastRepository(deps.ds, EventEntity).findOneBy({ id: opts.lastEventId, account_id: p.accountId, mode: p.mode })
-      : null;
-    const start = after ? after.seq : Number((await queryRows(deps.ds, LAST_SQL, [p.accountId, p.mode]))[0]?.seq ?? 0);
-    return new EventFeed(deps, p, start, types);
-  }
-
-  async next(): Promise<EventRecord[]> {
-    const now = Date.now();
-    while (this.marks.length > 0 && this.marks[0]!.at <= now - SETTLE_MS) this.floor = Math.max(this.floor, this.marks.shift()!.seq);
-    for (const seq of this.seen) if (seq <= this.floor) this.seen.delete(seq);
-
-    const fresh: number[] = [];
-    for (let from = this.floor; fresh.length < BATCH; ) {
-      const seqs = (await queryRows(this.deps.ds, SCAN_SQL, [this.p.accountId, this.p.mode, from])).map((r) => Number(r.seq));
-      for (const seq of seqs) if (!this.seen.has(seq) && fresh.length < BATCH) fresh.push(seq);
-      if (seqs.length < SCAN) break;
-      from = seqs[seqs.length - 1]!;
+    const cursor = CURSOR.exec(opts.lastEventId ?? "");
+    const ids = cursor ? [cursor[1]!, cursor[2]!, cursor[3]!].filter((id) => id !== "-") : opts.lastEventId ? [opts.lastEventId] : [];
+    const found = ids.length
+      ? new Map(
+          (await fastRepository(deps.ds, EventEntity).find({ where: { id: In(ids), account_id: p.accountId, mode: p.mode }, select: { seq: true, id: true } })).map(
+            (e) => [e.id, { seq: Number(e.seq), id: e.id }],
+          ),
+        )
+      : new Map<string, Mark>();
+    const after = found.get(cursor ? cursor[1]! : (opts.lastEventId ?? ""));
+    if (cursor && after) {
+      const floor = cursor[2] === "-" ? null : found.get(cursor[2]!);
+      const max = found.get(cursor[3]!);
+      if (max && (floor || cursor[2] === "-")) {
+        const between = await seqsAbove(deps, p, floor?.seq ?? 0, max.seq, RESUME_MAX + 1);
+        if (between.length <= RESUME_MAX) {
+          const seen = between.length === Number(cursor[4]) ? between : [];
+          return new EventFeed(deps, p, floor ?? null, new Map(seen.map((seq) => [seq, seq === max.seq ? max.id : ""])), types);
+        }
+      }
     }
-    if (fresh.length === 0) return [];
-    for (const seq of fresh) this.seen.add(seq);
-    this.marks.push({ at: now, seq: fresh[fresh.length - 1]! });
-    const rows = await fastRepository(this.deps.ds, EventEntity).find({ where: { seq: In(fresh) }, order: { seq: "ASC" } });
-    return this.types ? rows.filter((e) => this.types!.has(e.type as EventType)) : rows;
+    if (after) return new EventFeed(deps, p, after, new Map(), types);
+    const [last] = await queryRows(deps.ds, LAST_SQL, [p.accountId, p.mode]);
+    return new EventFeed(deps, p, last ? { seq: Number(last.seq), id: last.id as string } : null, new Map(), types);
   }
+
+  async next(): Promise<FedEvent[]> {
+    const now = Date.now();
+    while (this.marks.length > 0 && this.marks[0]!.at <= now - SETTLE_MS) {
+      const { mark } = this.marks.shift()!;
+      if (mark.seq > (this.floor?.seq ?? 0)) this.floor = mark;
+    }
+    for (const seq of this.seen.keys()) if (seq <= (this.floor?.seq ?? 0)) this.seen.delete(seq);
+
+    const fresh = (await seqsAbove(this.deps, this.p, this.floor?.seq ?? 0, Infinity, BATCH, this.seen)).slice(0, BATCH);
+    if (fresh.length === 0) return [];
+    const rows = await fastRepository(this.deps.ds, EventEntity).find({ where: { seq: In(fresh) }, order: { seq: "ASC" } });
+    let max = [...this.seen].reduce<Mark | null>((m, [seq, id]) => (m && m.seq > seq ? m : { seq, id }), null);
+    const fed: FedEvent[] = [];
+    for (const event of rows) {
+      const seq = Number(event.seq);
+      this.seen.set(seq, event.id);
+      if (!max || seq > max.seq) max = { seq, id: event.id };
+      if (!this.types || this.types.has(event.type as EventType)) fed.push({ event, cursor: cursorOf(event.id, this.floor, max, this.seen.size) });
+    }
+    if (max) this.marks.push({ at: now, mark: max });
+    return fed;
+  }
+}
+
+/** The account's seqs above `from` up to `to`, ascending, skipping `except`, at most `limit` of them. */
+async function seqsAbove(deps: Deps, p: Principal, from: number, to: number, limit = Infinity, except?: ReadonlyMap<number, unknown>): Promise<number[]> {
+  const out: number[] = [];
+  for (let after = from; out.length < limit; ) {
+    const seqs = (await queryRows(deps.ds, SCAN_SQL, [p.accountId, p.mode, after])).map((r) => Number(r.seq));
+    for (const seq of seqs) if (seq <= to && !except?.has(seq) && out.length < limit) out.push(seq);
+    if (seqs.length < SCAN || seqs[seqs.length - 1]! >= to) break;
+    after = seqs[seqs.length - 1]!;
+  }
+  return out;
 }
