@@ -59,7 +59,7 @@ export class EventFeed {
     private readonly seen: Map<number, string>,
     private readonly types: ReadonlySet<EventType> | null,
   ) {
-    const max = [...seen].reduce<Mark | null>((m, [seq, id]) => (m && m.seq > seq ? m : { seq, id }), null);
+    const max = highest(seen);
     if (max) this.marks.push({ at: Date.now(), mark: max });
   }
 
@@ -109,7 +109,7 @@ export class EventFeed {
     const fresh = (await seqsAbove(this.deps, this.p, this.floor?.seq ?? 0, Infinity, BATCH, this.seen)).slice(0, BATCH);
     if (fresh.length === 0) return [];
     const rows = await fastRepository(this.deps.ds, EventEntity).find({ where: { seq: In(fresh) }, order: { seq: "ASC" } });
-    let max = [...this.seen].reduce<Mark | null>((m, [seq, id]) => (m && m.seq > seq ? m : { seq, id }), null);
+    let max = highest(this.seen);
     const fed: FedEvent[] = [];
     for (const event of rows) {
       const seq = Number(event.seq);
@@ -121,6 +121,9 @@ export class EventFeed {
     return fed;
   }
 }
+
+/** The highest of the seqs handed out, with its event's id. */
+const highest = (seen: ReadonlyMap<number, string>): Mark | null => [...seen].reduce<Mark | null>((m, [seq, id]) => (m && m.seq > seq ? m : { seq, id }), null);
 
 /** The account's seqs above `from` up to `to`, ascending, skipping `except`, at most `limit` of them. */
 async function seqsAbove(deps: Deps, p: Principal, from: number, to: number, limit = Infinity, except?: ReadonlyMap<number, unknown>): Promise<number[]> {
