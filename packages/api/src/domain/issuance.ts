@@ -1,7 +1,7 @@
 import { In, IsNull, LessThan } from "typeorm";
 import { affected, isUniqueViolation } from "../db/datasource.js";
 import { ApprovalEntity, CardEntity, type Account, type Card } from "../db/entities.js";
-import { AccountSetupError, PaymentDeclinedError, type Processor, type ProcessorAccount } from "../processor/types.js";
+import { AccountSetupError, PaymentDeclinedError, type CardRefs, type Processor, type ProcessorAccount } from "../processor/types.js";
 import type { Deps, Principal } from "./deps.js";
 import { AppError } from "./errors.js";
 import { newId, randomToken } from "./ids.js";
@@ -21,6 +21,9 @@ export interface IssueRequest {
   /** `<key id>:<Idempotency-Key>`: a retry of the same request finds the card it made. */
   creationKey?: string | null;
 }
+
+/** What finds the processor's objects made for a card: its id and creation time. */
+export const cardRefs = (card: Card): CardRefs => ({ cardId: card.id, createdAt: card.created_at });
 
 export const processorAccount = (account: Account, mode: Principal["mode"]): ProcessorAccount => ({
   accountId: account.id,
@@ -168,10 +171,10 @@ export class CardIssuer {
       // Rows written before holds were recorded as PENDING at insert get their intent first.
       if (card.hold_status === "NONE") await this.cards.update({ id: card.id, status: "CREATING" }, { hold_status: "PENDING" });
       try {
-        const found = resumed ? await callProcessor("hold", timeout, () => processor.findHold(pa, { cardId: card.id, createdAt: card.created_at })) : null;
+        const found = resumed ? await callProcessor("hold", timeout, () => processor.findHold(pa, cardRefs(card))) : null;
         const key = resumed ? `${card.id}:hold:${randomToken(8)}` : `${card.id}:hold`;
         const { holdId } =
-          found?.status === "held" ? found : await callProcessor("hold", timeout, () => processor.placeHold(pa, card.amount_cents, { cardId: card.id, createdAt: card.created_at }, key));
+          found?.status === "held" ? found : await callProcessor("hold", timeout, () => processor.placeHold(pa, card.amount_cents, cardRefs(card), key));
         // Written with the card's next update (OPEN or FAILED): until then PENDING already says
         // "a hold may exist under this card's key", which is all recovery needs to find it.
         card.hold_id = holdId;
@@ -188,10 +191,10 @@ export class CardIssuer {
     try {
       // Taken over: the first attempt may have minted (found by reading), or its key may replay a
       // failure or carry another cardholder; a new mint goes under a key of this attempt's own.
-      const found = resumed ? await callProcessor("mint", timeout, () => processor.findCard(pa, { cardId: card.id, createdAt: card.created_at })) : null;
+      const found = resumed ? await callProcessor("mint", timeout, () => processor.findCard(pa, cardRefs(card))) : null;
       const key = resumed ? `${card.id}:mint:${randomToken(8)}` : `${card.id}:mint`;
       minted =
-        found ?? (await callProcessor("mint", timeout, () => processor.mintCard(pa, { cardId: card.id, createdAt: card.created_at, amountCents: card.amount_cents, agentId: card.agent_id }, key)));
+        found ?? (await callProcessor("mint", timeout, () => processor.mintCard(pa, { ...cardRefs(card), amountCents: card.amount_cents, agentId: card.agent_id }, key)));
     } catch (err) {
       // A refused set-up is definite (nothing was made); any other failure may hide a card.
       const mint = err instanceof AccountSetupError && !resumed ? "none" : "unknown";
@@ -274,7 +277,7 @@ export class CardIssuer {
     const timeout = this.deps.config.processorTimeoutMs;
     let holdId = card.hold_id;
     if (card.hold_status === "PENDING") {
-      const found = await callProcessor("hold", timeout, () => processor.findHold(pa, { cardId: card.id, createdAt: card.created_at }));
+      const found = await callProcessor("hold", timeout, () => processor.findHold(pa, cardRefs(card)));
       holdId = found?.status === "held" ? found.holdId : null;
     }
     if (holdId) await callProcessor("cancel", timeout, () => processor.cancelHold(pa, holdId!, `${card.id}:cancel`));
@@ -297,7 +300,7 @@ export class CardIssuer {
    */
   async revokeLostMint(card: Card, pa: ProcessorAccount, processor: Processor, final = false): Promise<void> {
     const timeout = this.deps.config.processorTimeoutMs;
-    const minted = await callProcessor("mint", timeout, () => processor.findCard(pa, { cardId: card.id, createdAt: card.created_at }));
+    const minted = await callProcessor("mint", timeout, () => processor.findCard(pa, cardRefs(card)));
     if (minted) await callProcessor("revoke", timeout, () => processor.revokeCard(pa, minted.processorCardId, `${card.id}:revoke`));
     if (minted || final)
       await this.cards.update({ id: card.id, status: "FAILED", revoked_at: IsNull() }, { processor_card_id: minted?.processorCardId ?? null, revoked_at: Date.now() });

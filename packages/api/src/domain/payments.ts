@@ -6,7 +6,7 @@ import type { AccountService } from "./accounts.js";
 import { backoffMs, MAX_ATTEMPTS } from "./backoff.js";
 import type { Deps } from "./deps.js";
 import { newId } from "./ids.js";
-import { processorAccount } from "./issuance.js";
+import { cardRefs, processorAccount } from "./issuance.js";
 import { callProcessor } from "./processor-call.js";
 import { commitWithEvents, SYSTEM } from "./events.js";
 import { operatorPaymentView } from "./views.js";
@@ -135,7 +135,7 @@ export class PaymentQueue {
         return card.hold_id!;
       case "charge": {
         const { paymentId } = await callProcessor("charge", timeout, () =>
-          processor.chargeOffSession(pa, payment.amount_cents, { cardId: card.id, createdAt: card.created_at, paymentId: payment.id }, key),
+          processor.chargeOffSession(pa, payment.amount_cents, { ...cardRefs(card), paymentId: payment.id }, key),
         );
         return paymentId;
       }
