@@ -47,7 +47,10 @@ const CURSOR = /^(evt_[A-Za-z0-9]+)\.(evt_[A-Za-z0-9]+|-)\.(evt_[A-Za-z0-9]+)\.(
  * repeated. Each event comes with a cursor that carries that memory across a reconnect.
  */
 export class EventFeed {
-  /** The highest seq seen, by when it was seen: the floor moves up to each once SETTLE_MS old. */
+  /**
+   * The highest event handed out, by when it was: the floor moves up to each once SETTLE_MS old.
+   * The last one is the highest handed out so far (the floor, once they have all settled).
+   */
   private readonly marks: { at: number; mark: Mark }[] = [];
 
   constructor(
@@ -55,12 +58,12 @@ export class EventFeed {
     private readonly p: Principal,
     /** Every event at or below this was handed out, filtered out, or is taken as never coming (null: none yet). */
     private floor: Mark | null,
-    /** Seqs above the floor already handed out (or filtered out), with their ids. */
-    private readonly seen: Map<number, string>,
+    /** Seqs above the floor already handed out (or filtered out); `highest` is the top one. */
+    private readonly seen: Set<number>,
+    highest: Mark | null,
     private readonly types: ReadonlySet<EventType> | null,
   ) {
-    const max = highest(seen);
-    if (max) this.marks.push({ at: Date.now(), mark: max });
+    if (highest) this.marks.push({ at: Date.now(), mark: highest });
   }
 
   /**
@@ -88,14 +91,14 @@ export class EventFeed {
       if (max && (floor || cursor[2] === "-")) {
         const between = await seqsAbove(deps, p, floor?.seq ?? 0, max.seq, RESUME_MAX + 1);
         if (between.length <= RESUME_MAX) {
-          const seen = between.length === Number(cursor[4]) ? between : [];
-          return new EventFeed(deps, p, floor ?? null, new Map(seen.map((seq) => [seq, seq === max.seq ? max.id : ""])), types);
+          const same = between.length === Number(cursor[4]);
+          return new EventFeed(deps, p, floor ?? null, new Set(same ? between : []), same ? max : null, types);
         }
       }
     }
-    if (after) return new EventFeed(deps, p, after, new Map(), types);
+    if (after) return new EventFeed(deps, p, after, new Set(), null, types);
     const [last] = await queryRows(deps.ds, LAST_SQL, [p.accountId, p.mode]);
-    return new EventFeed(deps, p, last ? { seq: Number(last.seq), id: last.id as string } : null, new Map(), types);
+    return new EventFeed(deps, p, last ? { seq: Number(last.seq), id: last.id as string } : null, new Set(), null, types);
   }
 
   async next(): Promise<FedEvent[]> {
@@ -104,16 +107,16 @@ export class EventFeed {
       const { mark } = this.marks.shift()!;
       if (mark.seq > (this.floor?.seq ?? 0)) this.floor = mark;
     }
-    for (const seq of this.seen.keys()) if (seq <= (this.floor?.seq ?? 0)) this.seen.delete(seq);
+    for (const seq of this.seen) if (seq <= (this.floor?.seq ?? 0)) this.seen.delete(seq);
 
     const fresh = (await seqsAbove(this.deps, this.p, this.floor?.seq ?? 0, Infinity, BATCH, this.seen)).slice(0, BATCH);
     if (fresh.length === 0) return [];
     const rows = await fastRepository(this.deps.ds, EventEntity).find({ where: { seq: In(fresh) }, order: { seq: "ASC" } });
-    let max = highest(this.seen);
+    let max = this.marks.at(-1)?.mark ?? this.floor;
     const fed: FedEvent[] = [];
     for (const event of rows) {
       const seq = Number(event.seq);
-      this.seen.set(seq, event.id);
+      this.seen.add(seq);
       if (!max || seq > max.seq) max = { seq, id: event.id };
       if (!this.types || this.types.has(event.type as EventType)) fed.push({ event, cursor: cursorOf(event.id, this.floor, max, this.seen.size) });
     }
@@ -122,11 +125,8 @@ export class EventFeed {
   }
 }
 
-/** The highest of the seqs handed out, with its event's id. */
-const highest = (seen: ReadonlyMap<number, string>): Mark | null => [...seen].reduce<Mark | null>((m, [seq, id]) => (m && m.seq > seq ? m : { seq, id }), null);
-
 /** The account's seqs above `from` up to `to`, ascending, skipping `except`, at most `limit` of them. */
-async function seqsAbove(deps: Deps, p: Principal, from: number, to: number, limit = Infinity, except?: ReadonlyMap<number, unknown>): Promise<number[]> {
+async function seqsAbove(deps: Deps, p: Principal, from: number, to: number, limit = Infinity, except?: ReadonlySet<number>): Promise<number[]> {
   const out: number[] = [];
   for (let after = from; out.length < limit; ) {
     const seqs = (await queryRows(deps.ds, SCAN_SQL, [p.accountId, p.mode, after])).map((r) => Number(r.seq));
