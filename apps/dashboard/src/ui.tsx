@@ -21,8 +21,9 @@ export const ErrorNote = ({ error }: { error: unknown }) => (error ? <p role="al
  * A destructive action, asked twice: the first button (`label`: "Close card") opens an inline
  * confirmation whose button names what it acts on (`confirm`: "Close card ending 4242"), beside
  * Cancel. Focus moves to the confirming button, and back to the first one on Cancel or Escape.
+ * `tone: "secondary"` shows the first button quieter, for an action that can be undone.
  */
-export function Confirm(p: { label: string; confirm: string; question: string; busy?: boolean; onConfirm: () => void }) {
+export function Confirm(p: { label: string; confirm: string; question: string; busy?: boolean; onConfirm: () => void; tone?: "danger" | "secondary" }) {
   const [asking, setAsking] = useState(false);
   const first = useRef<HTMLButtonElement>(null);
   const yes = useRef<HTMLButtonElement>(null);
@@ -38,7 +39,7 @@ export function Confirm(p: { label: string; confirm: string; question: string; b
   };
   if (!asking)
     return (
-      <button ref={first} type="button" className="danger" disabled={p.busy} onClick={() => setAsking(true)}>
+      <button ref={first} type="button" className={p.tone ?? "danger"} disabled={p.busy} onClick={() => setAsking(true)}>
         {p.label}
       </button>
     );

@@ -1,3 +1,4 @@
+import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { expectSecretOnce, haveChromium, openDashboard, ownServer, type Dashboard } from "./browser.js";
 import { dbKind, type TestServer } from "./harness.js";
@@ -155,6 +156,41 @@ describe.skipIf(!haveChromium)(`the Webhooks page (${dbKind})`, () => {
     expect(after).toEqual([expect.objectContaining({ id: failed[0].id, status: "succeeded", attempts: attempts + 1, last_response_status: 200 })]);
     expect((await listed()).find((e) => e.url === url).status).toBe("enabled");
     expect(receiver.at("/down")).toHaveLength(attempts + 1);
+    expect(receiver.invalid).toEqual([]);
+  });
+
+  it("Disable asks first and stops deliveries, Enable resumes them; Rotate secret shows the new one once and both secrets sign", async () => {
+    const url = `${receiver.url}/down`;
+    const item = endpointItem(url);
+    const endpoint = (await listed()).find((e) => e.url === url);
+    await item.getByRole("button", { name: "Disable", exact: true }).click();
+    await item.getByRole("group", { name: "Disable" }).getByRole("button", { name: "Disable endpoint" }).click();
+    await item.getByText("disabled", { exact: true }).waitFor();
+    await item.getByText(/Disabled: nothing is sent to it/).waitFor();
+    expect((await listed()).find((e) => e.url === url).status).toBe("disabled");
+    const [off] = (await api("GET", "/v1/events?type=webhook_endpoint.disabled")).body.data.filter((e: any) => e.actor.type === "owner");
+    expect(off.data.object).toMatchObject({ id: endpoint.id, status: "disabled" });
+    const before = receiver.at("/down").length;
+    await newCard("While disabled");
+    expect((await api("GET", `/v1/webhook_endpoints/${endpoint.id}/deliveries`)).body.data).toHaveLength(1);
+
+    await item.getByRole("button", { name: "Enable", exact: true }).click();
+    await item.getByText("enabled", { exact: true }).waitFor();
+    expect((await listed()).find((e) => e.url === url).status).toBe("enabled");
+
+    await item.getByRole("button", { name: "Rotate secret" }).click();
+    await item.getByRole("group", { name: "Rotate secret" }).getByRole("button", { name: "Rotate secret" }).click();
+    const box = page.getByLabel(`New signing secret of ${url}`);
+    await box.waitFor();
+    const secret = await box.inputValue();
+    expect(secret).toMatch(/^whsec_/);
+    await item.getByText(/The previous signing secret also signs deliveries until/).waitFor();
+    // The receiver still holds the old secret: it verifies, and so does the new one the page showed.
+    await newCard("After the rotation");
+    const [got] = await eventually("delivered after the rotation", () => receiver.at("/down").length > before && receiver.at("/down").slice(before));
+    expect(got!.headers["webhook-signature"]!.split(" ")).toHaveLength(2);
+    expect(new Webhook(secret).verify(got!.body, got!.headers)).toEqual(got!.event);
+    await expectSecretOnce(d, secret, "webhooks-rotated", item);
     expect(receiver.invalid).toEqual([]);
   });
 

@@ -1,6 +1,8 @@
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { Webhook } from "standardwebhooks";
+import { expect } from "vitest";
+import type { TestServer } from "./harness.js";
 
 /** How the receiver answers: 200 (ok), a status, a redirect, or never (hang). */
 export type Behaviour = "ok" | "hang" | "redirect" | number;
@@ -71,3 +73,22 @@ export async function eventually<T>(what: string, check: () => T | Promise<T>, t
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
 }
+
+export type Receiver = Awaited<ReturnType<typeof startReceiver>>;
+
+/** A fast schedule for tests: 300 ms attempts, retries from 50 ms (the defaults are 10 s and 5 s). */
+export const FAST = { WEBHOOK_ALLOW_PRIVATE: "1", WEBHOOK_TIMEOUT_MS: "300", WEBHOOK_RETRY_BASE_MS: "50" };
+
+/** Creates an endpoint for `path` on the receiver and tells the receiver its secret. */
+export async function endpointFor(server: TestServer, receiver: Receiver, path: string, events: string[] = ["*"], key?: string) {
+  const res = await server.request("POST", "/v1/webhook_endpoints", { body: { url: receiver.url + path, events }, key });
+  expect(res.status, JSON.stringify(res.body)).toBe(201);
+  receiver.secret(path, res.body.secret);
+  return res.body as { id: string; secret: string };
+}
+
+export const deliveriesOf = async (server: TestServer, endpointId: string, key?: string) =>
+  (await server.request("GET", `/v1/webhook_endpoints/${endpointId}/deliveries?limit=100`, { key })).body.data as any[];
+
+/** A state change with an event: the default policy updated. */
+export const touchPolicy = (server: TestServer, key?: string) => server.request("PUT", "/v1/policies/default", { body: { max_amount_cents: 40000 }, key });

@@ -2,26 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { expectError, requestTo, startServer, type TestServer } from "./harness.js";
 import { ownerSession } from "./helpers.js";
 import { processDatabase, spawnServer, type ServerProcess } from "./processes.js";
-import { eventually, startReceiver } from "./webhook-receiver.js";
-
-type Receiver = Awaited<ReturnType<typeof startReceiver>>;
-
-/** A fast schedule for tests: 300 ms attempts, retries from 50 ms (the defaults are 10 s and 5 s). */
-const FAST = { WEBHOOK_ALLOW_PRIVATE: "1", WEBHOOK_TIMEOUT_MS: "300", WEBHOOK_RETRY_BASE_MS: "50" };
-
-/** Creates an endpoint for `path` on the receiver and tells the receiver its secret. */
-async function endpointFor(server: TestServer, receiver: Receiver, path: string, events: string[] = ["*"], key?: string) {
-  const res = await server.request("POST", "/v1/webhook_endpoints", { body: { url: receiver.url + path, events }, key });
-  expect(res.status, JSON.stringify(res.body)).toBe(201);
-  receiver.secret(path, res.body.secret);
-  return res.body as { id: string; secret: string };
-}
-
-const deliveriesOf = async (server: TestServer, endpointId: string, key?: string) =>
-  (await server.request("GET", `/v1/webhook_endpoints/${endpointId}/deliveries?limit=100`, { key })).body.data as any[];
-
-/** A state change with an event: the default policy updated. */
-const touchPolicy = (server: TestServer, key?: string) => server.request("PUT", "/v1/policies/default", { body: { max_amount_cents: 40000 }, key });
+import { deliveriesOf, endpointFor, eventually, FAST, startReceiver, touchPolicy, type Receiver } from "./webhook-receiver.js";
 
 describe("webhook endpoints: API", () => {
   let server: TestServer;
@@ -45,7 +26,7 @@ describe("webhook endpoints: API", () => {
     expect(created.body.secret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
     const list = await server.request("GET", "/v1/webhook_endpoints");
     const listed = list.body.data.find((e: any) => e.id === created.body.id);
-    expect(Object.keys(listed).sort()).toEqual(["created_at", "description", "events", "id", "mode", "status", "url"]);
+    expect(Object.keys(listed).sort()).toEqual(["created_at", "description", "events", "id", "mode", "previous_secret_expires_at", "status", "updated_at", "url"]);
     expect(JSON.stringify(list.body)).not.toContain("whsec_");
   });
 
@@ -66,6 +47,9 @@ describe("webhook endpoints: API", () => {
     const calls: [string, string, unknown?][] = [
       ["POST", "/v1/webhook_endpoints", { url: `${receiver.url}/x`, events: ["*"] }],
       ["GET", "/v1/webhook_endpoints"],
+      ["GET", `/v1/webhook_endpoints/${endpoint.id}`],
+      ["POST", `/v1/webhook_endpoints/${endpoint.id}`, { status: "disabled" }],
+      ["POST", `/v1/webhook_endpoints/${endpoint.id}/rotate_secret`, {}],
       ["DELETE", `/v1/webhook_endpoints/${endpoint.id}`],
       ["GET", `/v1/webhook_endpoints/${endpoint.id}/deliveries`],
       ["POST", `/v1/webhook_endpoints/${endpoint.id}/deliveries/whd_x/retry`],

@@ -140,7 +140,9 @@ const webhookEndpoint = {
   description: "Approvals inbox",
   status: "enabled",
   mode: "test",
+  previous_secret_expires_at: null,
   created_at: T0,
+  updated_at: T0,
 };
 
 const webhookDelivery = {
@@ -248,6 +250,14 @@ export const SUCCESS_EXAMPLES: Record<string, unknown> = {
   "get /v1/events/{id} 200": cardCreatedEvent,
   "post /v1/webhook_endpoints 201": { ...webhookEndpoint, secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw" },
   "get /v1/webhook_endpoints 200": { data: [webhookEndpoint], has_more: false },
+  "get /v1/webhook_endpoints/{id} 200": webhookEndpoint,
+  "post /v1/webhook_endpoints/{id} 200": { ...webhookEndpoint, status: "disabled", updated_at: T1 },
+  "post /v1/webhook_endpoints/{id}/rotate_secret 200": {
+    ...webhookEndpoint,
+    secret: "whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD",
+    previous_secret_expires_at: "2026-11-25T09:30:00.000Z",
+    updated_at: T1,
+  },
   "delete /v1/webhook_endpoints/{id} 200": { id: ENDPOINT_ID, deleted: true },
   "get /v1/webhook_endpoints/{id}/deliveries 200": { data: [webhookDelivery], has_more: false },
   "post /v1/webhook_endpoints/{id}/deliveries/{delivery_id}/retry 200": { ...webhookDelivery, next_attempt_at: T1 },
@@ -268,6 +278,8 @@ export const REQUEST_EXAMPLES: Record<string, unknown> = {
   "post /v1/test_helpers/authorizations/{id}/capture": { amount_cents: 1999 },
   "post /v1/test_helpers/transactions/{id}/refund": { amount_cents: 500 },
   "post /v1/webhook_endpoints": { url: "https://example.com/cardctl/webhooks", events: ["approval.created", "card.used"], description: "Approvals inbox" },
+  "post /v1/webhook_endpoints/{id}": { status: "disabled" },
+  "post /v1/webhook_endpoints/{id}/rotate_secret": { expire_previous_in_seconds: 86400 },
   "post /admin/v1/accounts": { name: "Acme" },
   "post /admin/v1/accounts/{id}/kyb": { verified: true },
   "post /admin/v1/accounts/{id}/payment_method": { payment_method: "pm_card_visa" },

@@ -33,10 +33,25 @@ describe("WebhookSender", () => {
     const sender = new WebhookSender({ timeoutMs: 2000, allowPrivate: true });
     try {
       const payload = JSON.stringify({ id: "evt_2" });
-      expect(await sender.send({ url: `http://localhost:${port}/hook`, secret: SECRET, id: "evt_2", payload })).toEqual({ ok: true, status: 200, error: null });
+      expect(await sender.send({ url: `http://localhost:${port}/hook`, secrets: [SECRET], id: "evt_2", payload })).toEqual({ ok: true, status: 200, error: null });
       const last = received.at(-1)!;
       expect(last.body).toBe(payload);
       expect(new Webhook(SECRET).verify(last.body, last.headers as Record<string, string>)).toEqual({ id: "evt_2" });
+    } finally {
+      sender.close();
+    }
+  });
+
+  it("signs with each secret during a rotation's overlap: a receiver holding either one verifies", async () => {
+    const previous = "whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD";
+    const sender = new WebhookSender({ timeoutMs: 2000, allowPrivate: true });
+    try {
+      const payload = JSON.stringify({ id: "evt_4" });
+      expect((await sender.send({ url: `http://127.0.0.1:${port}/hook`, secrets: [SECRET, previous], id: "evt_4", payload })).ok).toBe(true);
+      const last = received.at(-1)!;
+      expect(String(last.headers["webhook-signature"]).split(" ")).toHaveLength(2);
+      for (const secret of [SECRET, previous]) expect(new Webhook(secret).verify(last.body, last.headers as Record<string, string>)).toEqual({ id: "evt_4" });
+      expect(() => new Webhook("whsec_dGhpcyBpcyBub3QgYW55IG9mIHRoZSBzZWNyZXRz").verify(last.body, last.headers as Record<string, string>)).toThrow();
     } finally {
       sender.close();
     }
@@ -49,7 +64,7 @@ describe("WebhookSender", () => {
     expect(String((err as Error).message)).toMatch(/host localhost resolves to .*non-public/);
     const sender = new WebhookSender({ timeoutMs: 2000, allowPrivate: false });
     try {
-      const outcome = await sender.send({ url: `http://localhost:${port}/hook`, secret: SECRET, id: "evt_3", payload: "{}" });
+      const outcome = await sender.send({ url: `http://localhost:${port}/hook`, secrets: [SECRET], id: "evt_3", payload: "{}" });
       expect(outcome).toMatchObject({ ok: false, status: null, error: expect.stringMatching(/^refused: host localhost resolves to/) });
     } finally {
       sender.close();

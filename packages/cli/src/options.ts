@@ -6,3 +6,12 @@ export function parseLimit(raw: unknown): number {
   if (!Number.isInteger(n) || n < 1 || n > 100) throw new UsageError("--limit must be a whole number from 1 to 100.");
   return n;
 }
+
+const UNIT_MS = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+/** A duration option in milliseconds: a whole number with a unit (ms, s, m, h, d), seconds without one. */
+export function parseDuration(raw: string, option: string): number {
+  const m = /^(\d+)(ms|s|m|h|d)?$/.exec(raw.trim());
+  if (!m) throw new UsageError(`${option} must be a duration like 90s, 10m, 1h or 2d, got "${raw}".`);
+  return Number(m[1]) * UNIT_MS[(m[2] ?? "s") as keyof typeof UNIT_MS];
+}

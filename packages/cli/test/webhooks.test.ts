@@ -1,9 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startServer, type TestServer } from "../../../apps/server/test/harness.js";
+import { Webhook } from "standardwebhooks";
 import { eventually, startReceiver } from "../../../apps/server/test/webhook-receiver.js";
 import { run, tempConfigDir } from "./helpers.js";
 
-/** `cardctl webhooks create|list|delete|deliveries|retry` against a real server and receiver. */
+/** `cardctl webhooks create|list|get|update|enable|disable|rotate-secret|delete|deliveries|retry` against a real server and receiver. */
 let s: TestServer;
 let receiver: Awaited<ReturnType<typeof startReceiver>>;
 let env: Record<string, string>;
@@ -62,6 +63,47 @@ describe("cardctl webhooks", () => {
     const deleted = await cli(["delete", created.id]);
     expect(deleted.stdout).toContain(`Webhook endpoint ${created.id} deleted.`);
     expect((await cli(["list", "--json"])).json()).toEqual({ data: [], has_more: false });
+    expect(receiver.invalid).toEqual([]);
+  });
+
+  it("get, update, disable and enable, rotate-secret (both secrets sign during the overlap)", async () => {
+    const { cli, key } = await account();
+    const created = (await cli(["create", `${receiver.url}/cli-change`, "--events", "card.created", "--json"])).json();
+    receiver.secret("/cli-change", created.secret);
+    const got = await cli(["get", created.id]);
+    expect(got.code, got.stderr).toBe(0);
+    expect(got.stdout).toMatch(new RegExp(`Endpoint\\s+${created.id}`));
+    expect(got.stdout).toMatch(/Events\s+card\.created/);
+
+    const updated = await cli(["update", created.id, "--events", "policy.updated", "--description", "books"]);
+    expect(updated.code, updated.stderr).toBe(0);
+    expect(updated.stdout).toContain("✓ Webhook endpoint updated.");
+    expect(updated.stdout).toMatch(/Events\s+policy\.updated/);
+    expect(updated.stdout).toMatch(/Description\s+books/);
+    expect((await cli(["update", created.id, "--description", "", "--json"])).json().description).toBeNull();
+    const nothing = await cli(["update", created.id]);
+    expect(nothing.code).toBe(2);
+    expect(nothing.stderr).toMatch(/at least one of --url, --events, --description/);
+
+    const off = await cli(["disable", created.id]);
+    expect(off.stdout).toContain(`✓ Webhook endpoint ${created.id} disabled.`);
+    expect((await cli(["get", created.id, "--json"])).json().status).toBe("disabled");
+    expect((await cli(["enable", created.id])).stdout).toContain(`✓ Webhook endpoint ${created.id} enabled.`);
+
+    const rotated = await cli(["rotate-secret", created.id, "--expire-previous-in", "2h"]);
+    expect(rotated.code, rotated.stderr).toBe(0);
+    expect(rotated.stdout).toContain("✓ Signing secret rotated.");
+    expect(rotated.stdout).toMatch(/Previous secret\s+also signs until \S+ \(in [12] h\)/);
+    const secret = /Signing secret\s+(whsec_\S+)/.exec(rotated.stdout)![1]!;
+    expect(secret).not.toBe(created.secret);
+    expect(rotated.stdout + rotated.stderr).toMatch(/signed with both secrets/);
+    // The receiver still verifies with the old secret; the new one verifies the same delivery.
+    await s.request("PUT", "/v1/policies/default", { key, body: { max_amount_cents: 30000 } });
+    const [d] = await eventually("delivered", () => receiver.at("/cli-change").length === 1 && receiver.at("/cli-change"));
+    expect(new Webhook(secret).verify(d!.body, d!.headers)).toEqual(d!.event);
+    expect((await cli(["rotate-secret", created.id, "--expire-previous-in", "soon"])).code).toBe(2);
+    const final = await cli(["rotate-secret", created.id, "--expire-previous-in", "0", "--json"]);
+    expect(final.json().previous_secret_expires_at).toBeNull();
     expect(receiver.invalid).toEqual([]);
   });
 

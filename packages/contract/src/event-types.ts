@@ -24,6 +24,8 @@ export const EVENT_TYPES = [
   "api_key.revoked",
   "policy.updated",
   "webhook_endpoint.created",
+  "webhook_endpoint.updated",
+  "webhook_endpoint.secret_rotated",
   "webhook_endpoint.disabled",
   "webhook_endpoint.enabled",
   "webhook_endpoint.deleted",

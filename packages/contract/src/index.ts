@@ -254,14 +254,33 @@ export const eventIdInput = z.object({ id: id("evt_") });
 /** At most this many webhook endpoints per account and mode. */
 export const MAX_WEBHOOK_ENDPOINTS = 16;
 export const webhookEndpointStatus = z.enum(["enabled", "disabled"]);
-export const createWebhookEndpointInput = z.strictObject({
-  url: z.string().min(1).max(2048).describe("Where events are POSTed: https://… (http:// only when the server sets WEBHOOK_ALLOW_PRIVATE)"),
-  events: z
-    .array(z.enum(["*", ...EVENT_TYPES]))
-    .min(1)
-    .max(EVENT_TYPES.length + 1)
-    .describe('The event types to send, or ["*"] for all'),
-  description: z.string().max(500).optional(),
+const webhookUrl = z.string().min(1).max(2048).describe("Where events are POSTed: https://… (http:// only when the server sets WEBHOOK_ALLOW_PRIVATE)");
+const webhookEvents = z
+  .array(z.enum(["*", ...EVENT_TYPES]))
+  .min(1)
+  .max(EVENT_TYPES.length + 1)
+  .describe('The event types to send, or ["*"] for all');
+export const createWebhookEndpointInput = z.strictObject({ url: webhookUrl, events: webhookEvents, description: z.string().max(500).optional() });
+export const updateWebhookEndpointInput = z.strictObject({
+  id: id("we_"),
+  url: webhookUrl.optional(),
+  events: webhookEvents.optional(),
+  description: z.string().max(500).nullable().optional().describe("null removes it"),
+  status: webhookEndpointStatus
+    .optional()
+    .describe("disabled: nothing more is sent to it and its pending deliveries fail; enabled: it receives the events that happen from now on"),
+});
+/** The longest a rotated-out signing secret keeps signing deliveries beside the new one (7 days). */
+export const MAX_PREVIOUS_SECRET_SECONDS = 7 * 24 * 3600;
+export const rotateWebhookSecretInput = z.strictObject({
+  id: id("we_"),
+  expire_previous_in_seconds: z
+    .number()
+    .int()
+    .min(0)
+    .max(MAX_PREVIOUS_SECRET_SECONDS)
+    .optional()
+    .describe("How long deliveries stay signed with the previous secret too, so receivers can switch without missing one: default 86,400 (24 hours); 0 ends it now"),
 });
 export const webhookEndpoint = z
   .object({
@@ -269,14 +288,20 @@ export const webhookEndpoint = z
     url: z.string(),
     events: z.array(z.string()).describe('Event types sent to it; ["*"]: all'),
     description: z.string().nullable(),
-    status: webhookEndpointStatus.describe("disabled: a delivery kept failing for the whole retry schedule; nothing is sent to it until a delivery is retried"),
+    status: webhookEndpointStatus.describe(
+      "disabled: by its owner, or because a delivery kept failing for the whole retry schedule; nothing is sent to it until it is enabled again (or a delivery is retried)",
+    ),
     mode: z.enum(["test", "live"]).describe("It receives the events of this mode only"),
+    previous_secret_expires_at: timestamp
+      .nullable()
+      .describe("After a secret rotation: until then deliveries carry a signature with the previous secret too (webhook-signature holds both); null when none does"),
     created_at: timestamp,
+    updated_at: timestamp,
   })
   .meta({ id: "WebhookEndpoint", description: "Where the account's events are delivered, signed (Standard Webhooks)" });
 export const createdWebhookEndpoint = webhookEndpoint
   .extend({ secret: z.string().describe("whsec_…: the signing secret, shown this once; verify deliveries with it") })
-  .meta({ id: "CreatedWebhookEndpoint", description: "A new webhook endpoint, with its signing secret (shown this once)" });
+  .meta({ id: "CreatedWebhookEndpoint", description: "A webhook endpoint with its new signing secret (shown this once: at creation, or after a rotation)" });
 export const webhookEndpointIdInput = z.object({ id: id("we_") });
 export const deletedWebhookEndpoint = z.object({ id: z.string(), deleted: z.literal(true) });
 export const listWebhookEndpointsInput = z.object({ ...page });

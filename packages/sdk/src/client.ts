@@ -40,6 +40,8 @@ import type {
   WebhookDeliveryListParams,
   WebhookEndpoint,
   WebhookEndpointCreateParams,
+  WebhookEndpointUpdateParams,
+  WebhookSecretRotateParams,
   WebhookEndpointListParams,
 } from "./types.js";
 
@@ -452,6 +454,32 @@ export class WebhookEndpoints {
     return new PagePromise<WebhookEndpoint>((cursor) =>
       this.http.request<ListResponse<WebhookEndpoint>>({ method: "GET", path: "/webhook_endpoints", query: { ...params, starting_after: cursor ?? params.starting_after }, options }),
     );
+  }
+
+  /**
+   * Retrieves an endpoint (`GET /v1/webhook_endpoints/{id}`).
+   * @throws {NotFoundError} no such endpoint for this key.
+   */
+  get(id: string, options?: RequestOptions): Promise<WebhookEndpoint> {
+    return this.http.request({ method: "GET", path: `/webhook_endpoints/${seg(id)}`, options });
+  }
+
+  /**
+   * Changes an endpoint (`POST /v1/webhook_endpoints/{id}`): only the fields given. `status: "disabled"`
+   * stops its deliveries (pending ones fail); `"enabled"` resumes them with the events from then on.
+   * @throws {ValidationError} a URL that is not https or resolves to a private address, unknown types.
+   */
+  update(id: string, params: WebhookEndpointUpdateParams, options?: RequestOptions): Promise<WebhookEndpoint> {
+    return this.http.request({ method: "POST", path: `/webhook_endpoints/${seg(id)}`, body: params, options });
+  }
+
+  /**
+   * Replaces the signing secret (`POST /v1/webhook_endpoints/{id}/rotate_secret`); the answer's
+   * `secret` is the new one, shown this once. Until `previous_secret_expires_at` (default 24 h on)
+   * deliveries carry a signature with each secret, so a receiver verifies with either while it switches.
+   */
+  rotateSecret(id: string, params: WebhookSecretRotateParams = {}, options?: RequestOptions): Promise<CreatedWebhookEndpoint> {
+    return this.http.request({ method: "POST", path: `/webhook_endpoints/${seg(id)}/rotate_secret`, body: params, options });
   }
 
   /**

@@ -109,13 +109,17 @@ export type EventType = z.output<typeof s.eventType>;
 
 /** Body of `POST /v1/webhook_endpoints`: `url`, `events` (types, or `["*"]`), `description`. */
 export type WebhookEndpointCreateParams = z.input<typeof s.createWebhookEndpointInput>;
+/** Body of `POST /v1/webhook_endpoints/{id}`: any of `url`, `events`, `description` (null removes it), `status` (`enabled` / `disabled`). */
+export type WebhookEndpointUpdateParams = Omit<z.input<typeof s.updateWebhookEndpointInput>, "id">;
+/** Body of `POST /v1/webhook_endpoints/{id}/rotate_secret`: `expire_previous_in_seconds` (default 86,400). */
+export type WebhookSecretRotateParams = Omit<z.input<typeof s.rotateWebhookSecretInput>, "id">;
 /** Query of `GET /v1/webhook_endpoints`. */
 export type WebhookEndpointListParams = z.input<typeof s.listWebhookEndpointsInput>;
 /** Query of `GET /v1/webhook_endpoints/{id}/deliveries` (`status` filters). */
 export type WebhookDeliveryListParams = Omit<z.input<typeof s.listWebhookDeliveriesInput>, "id">;
 /** A webhook endpoint (never its secret). */
 export type WebhookEndpoint = z.output<typeof s.webhookEndpoint>;
-/** The 201 of `POST /v1/webhook_endpoints`: the endpoint with its signing secret `whsec_…`, shown this once. */
+/** The 201 of `POST /v1/webhook_endpoints` (and the answer of a secret rotation): the endpoint with its signing secret `whsec_…`, shown this once. */
 export type CreatedWebhookEndpoint = z.output<typeof s.createdWebhookEndpoint>;
 /** `DELETE /v1/webhook_endpoints/{id}`. */
 export type DeletedWebhookEndpoint = z.output<typeof s.deletedWebhookEndpoint>;

@@ -46,6 +46,8 @@ export type InputChecks = [
   Assert<Equals<T.EventListParams, In["events"]["list"]>>,
   Assert<Equals<T.WebhookEndpointCreateParams, In["webhookEndpoints"]["create"]>>,
   Assert<Equals<T.WebhookEndpointListParams, In["webhookEndpoints"]["list"]>>,
+  Assert<Mutual<T.WebhookEndpointUpdateParams & { id: string }, In["webhookEndpoints"]["update"]>>,
+  Assert<Mutual<T.WebhookSecretRotateParams & { id: string }, In["webhookEndpoints"]["rotateSecret"]>>,
   Assert<Mutual<T.WebhookDeliveryListParams & { id: string }, In["webhookEndpoints"]["deliveries"]>>,
   Assert<Mutual<T.TestAuthorizeParams & { id: string }, In["testHelpers"]["authorize"]>>,
   Assert<Mutual<T.TestCaptureParams & { id: string }, In["testHelpers"]["capture"]>>,
@@ -87,6 +89,9 @@ export type OutputChecks = [
   Assert<Equals<T.CreatedWebhookEndpoint, Out["webhookEndpoints"]["create"]>>,
   Assert<Equals<T.ListResponse<T.WebhookEndpoint>, Out["webhookEndpoints"]["list"]>>,
   Assert<Equals<T.DeletedWebhookEndpoint, Out["webhookEndpoints"]["delete"]>>,
+  Assert<Equals<T.WebhookEndpoint, Out["webhookEndpoints"]["get"]>>,
+  Assert<Equals<T.WebhookEndpoint, Out["webhookEndpoints"]["update"]>>,
+  Assert<Equals<T.CreatedWebhookEndpoint, Out["webhookEndpoints"]["rotateSecret"]>>,
   Assert<Equals<T.ListResponse<T.WebhookDelivery>, Out["webhookEndpoints"]["deliveries"]>>,
   Assert<Equals<T.WebhookDelivery, Out["webhookEndpoints"]["retry"]>>,
 ];
@@ -121,6 +126,9 @@ export type MethodChecks = [
   Assert<Equals<Ret<C["webhookEndpoints"]["create"]>, Promise<Out["webhookEndpoints"]["create"]>>>,
   Assert<Equals<Ret<C["webhookEndpoints"]["list"]>, PagePromise<Out["webhookEndpoints"]["list"]["data"][number]>>>,
   Assert<Equals<Ret<C["webhookEndpoints"]["del"]>, Promise<Out["webhookEndpoints"]["delete"]>>>,
+  Assert<Equals<Ret<C["webhookEndpoints"]["get"]>, Promise<Out["webhookEndpoints"]["get"]>>>,
+  Assert<Equals<Ret<C["webhookEndpoints"]["update"]>, Promise<Out["webhookEndpoints"]["update"]>>>,
+  Assert<Equals<Ret<C["webhookEndpoints"]["rotateSecret"]>, Promise<Out["webhookEndpoints"]["rotateSecret"]>>>,
   Assert<Equals<Ret<C["webhookEndpoints"]["deliveries"]>, PagePromise<Out["webhookEndpoints"]["deliveries"]["data"][number]>>>,
   Assert<Equals<Ret<C["webhookEndpoints"]["retry"]>, Promise<Out["webhookEndpoints"]["retry"]>>>,
 ];

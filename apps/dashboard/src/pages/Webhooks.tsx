@@ -111,9 +111,20 @@ export function Webhooks() {
 function EndpointItem({ endpoint }: { endpoint: Endpoint }) {
   const client = useQueryClient();
   const [open, setOpen] = useState(false);
-  const remove = useMutation({
-    mutationFn: () => trpc.webhookEndpoints.delete.mutate({ id: endpoint.id }),
-    onSuccess: () => client.invalidateQueries({ queryKey: ["webhook_endpoints"] }),
+  const refresh = () => client.invalidateQueries({ queryKey: ["webhook_endpoints"] });
+  const remove = useMutation({ mutationFn: () => trpc.webhookEndpoints.delete.mutate({ id: endpoint.id }), onSuccess: refresh });
+  const toggle = useMutation({
+    mutationFn: () => trpc.webhookEndpoints.update.mutate({ id: endpoint.id, status: endpoint.status === "enabled" ? "disabled" : "enabled" }),
+    onSuccess: refresh,
+  });
+  // The new secret lives in this component's state only, until "Done" or leaving the page.
+  const [rotated, setRotated] = useState<Created | null>(null);
+  const rotate = useMutation({
+    mutationFn: () => trpc.webhookEndpoints.rotateSecret.mutate({ id: endpoint.id }),
+    onSuccess: (e) => {
+      setRotated(e);
+      void refresh();
+    },
   });
   const events = endpoint.events.includes("*") ? "all events" : endpoint.events.join(", ");
   return (
@@ -129,14 +140,45 @@ function EndpointItem({ endpoint }: { endpoint: Endpoint }) {
       <p className="muted">
         Created {when(endpoint.created_at)} · {endpoint.id}
       </p>
+      {endpoint.previous_secret_expires_at && <p className="muted">The previous signing secret also signs deliveries until {when(endpoint.previous_secret_expires_at)}.</p>}
       {endpoint.status === "disabled" && (
-        <p className="muted">Disabled: a delivery kept failing for the whole retry schedule. Retrying a delivery enables it again.</p>
+        <p className="muted">Disabled: nothing is sent to it. Enable it to receive the events that happen from then on; retrying a delivery enables it too.</p>
       )}
-      <ErrorNote error={remove.error} />
+      {rotated && (
+        <SecretOnce region="New signing secret" label={`New signing secret of ${endpoint.url}`} secret={rotated.secret} onDone={() => setRotated(null)}>
+          <strong>Copy the new signing secret now: it is shown only once.</strong> Until {when(rotated.previous_secret_expires_at!)} each delivery is
+          signed with both secrets, so your receiver keeps verifying while you switch it to this one.
+        </SecretOnce>
+      )}
+      <ErrorNote error={remove.error ?? toggle.error ?? rotate.error} />
       <div className="actions">
         <button type="button" className="secondary" aria-expanded={open} onClick={() => setOpen(!open)}>
           {open ? "Hide deliveries" : "Deliveries"}
         </button>
+        {endpoint.status === "disabled" ? (
+          <button type="button" className="secondary" disabled={toggle.isPending} onClick={() => toggle.mutate()}>
+            Enable
+          </button>
+        ) : (
+          <Confirm
+            label="Disable"
+            tone="secondary"
+            confirm="Disable endpoint"
+            question={`Disable ${endpoint.url}? Nothing more is sent to it and its pending deliveries fail; you can enable it again.`}
+            busy={toggle.isPending}
+            onConfirm={() => toggle.mutate()}
+          />
+        )}
+        {/* Keyed by the last new secret: a rotation that succeeded closes the question. */}
+        <Confirm
+          key={rotated?.secret ?? "rotate"}
+          label="Rotate secret"
+          tone="secondary"
+          confirm="Rotate secret"
+          question="Make a new signing secret? For 24 hours deliveries carry a signature with each secret, so your receiver keeps verifying while you switch it over."
+          busy={rotate.isPending}
+          onConfirm={() => rotate.mutate()}
+        />
         <Confirm
           label="Delete"
           confirm="Delete endpoint"

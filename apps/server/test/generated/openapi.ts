@@ -400,11 +400,36 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /** Retrieve a webhook endpoint */
+        get: operations["webhookEndpoints-get"];
         put?: never;
-        post?: never;
+        /**
+         * Update a webhook endpoint: url, events, description, or enable / disable it
+         * @description Only the fields given change. `status: "disabled"` stops deliveries (pending ones fail; attempts in flight finish); `status: "enabled"` resumes them with the events that happen from then on (retry a failed delivery to send it again). Announced by webhook_endpoint.updated, webhook_endpoint.disabled or webhook_endpoint.enabled. A new url is checked as at creation.
+         */
+        post: operations["webhookEndpoints-update"];
         /** Delete a webhook endpoint and its deliveries */
         delete: operations["webhookEndpoints-delete"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhook_endpoints/{id}/rotate_secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Replace the signing secret; the new one is in this answer only
+         * @description For `expire_previous_in_seconds` (default 24 hours, at most 7 days) each delivery's webhook-signature carries two signatures, one with each secret, so a receiver verifies with either while it switches. Announced by webhook_endpoint.secret_rotated (without secrets).
+         */
+        post: operations["webhookEndpoints-rotateSecret"];
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -874,7 +899,7 @@ export interface components {
             /** @constant */
             object: "event";
             /** @enum {string} */
-            type: "card.created" | "card.used" | "card.reopened" | "card.closed" | "card.expired" | "approval.created" | "approval.approved" | "approval.rejected" | "approval.expired" | "authorization.approved" | "authorization.declined" | "transaction.created" | "hold.captured" | "hold.released" | "payment.uncollected" | "processor.attention_needed" | "account.payment_method_updated" | "api_key.created" | "api_key.revoked" | "policy.updated" | "webhook_endpoint.created" | "webhook_endpoint.disabled" | "webhook_endpoint.enabled" | "webhook_endpoint.deleted" | "webhook_delivery.retried";
+            type: "card.created" | "card.used" | "card.reopened" | "card.closed" | "card.expired" | "approval.created" | "approval.approved" | "approval.rejected" | "approval.expired" | "authorization.approved" | "authorization.declined" | "transaction.created" | "hold.captured" | "hold.released" | "payment.uncollected" | "processor.attention_needed" | "account.payment_method_updated" | "api_key.created" | "api_key.revoked" | "policy.updated" | "webhook_endpoint.created" | "webhook_endpoint.updated" | "webhook_endpoint.secret_rotated" | "webhook_endpoint.disabled" | "webhook_endpoint.enabled" | "webhook_endpoint.deleted" | "webhook_delivery.retried";
             /** @description ISO 8601 UTC timestamp */
             created_at: string;
             /** @enum {string} */
@@ -902,7 +927,7 @@ export interface components {
             events: string[];
             description: string | null;
             /**
-             * @description disabled: a delivery kept failing for the whole retry schedule; nothing is sent to it until a delivery is retried
+             * @description disabled: by its owner, or because a delivery kept failing for the whole retry schedule; nothing is sent to it until it is enabled again (or a delivery is retried)
              * @enum {string}
              */
             status: "enabled" | "disabled";
@@ -911,10 +936,14 @@ export interface components {
              * @enum {string}
              */
             mode: "test" | "live";
+            /** @description After a secret rotation: until then deliveries carry a signature with the previous secret too (webhook-signature holds both); null when none does */
+            previous_secret_expires_at: string | null;
             /** @description ISO 8601 UTC timestamp */
             created_at: string;
+            /** @description ISO 8601 UTC timestamp */
+            updated_at: string;
         };
-        /** @description A new webhook endpoint, with its signing secret (shown this once) */
+        /** @description A webhook endpoint with its new signing secret (shown this once: at creation, or after a rotation) */
         CreatedWebhookEndpoint: {
             /** @description we_… */
             id: string;
@@ -923,7 +952,7 @@ export interface components {
             events: string[];
             description: string | null;
             /**
-             * @description disabled: a delivery kept failing for the whole retry schedule; nothing is sent to it until a delivery is retried
+             * @description disabled: by its owner, or because a delivery kept failing for the whole retry schedule; nothing is sent to it until it is enabled again (or a delivery is retried)
              * @enum {string}
              */
             status: "enabled" | "disabled";
@@ -932,8 +961,12 @@ export interface components {
              * @enum {string}
              */
             mode: "test" | "live";
+            /** @description After a secret rotation: until then deliveries carry a signature with the previous secret too (webhook-signature holds both); null when none does */
+            previous_secret_expires_at: string | null;
             /** @description ISO 8601 UTC timestamp */
             created_at: string;
+            /** @description ISO 8601 UTC timestamp */
+            updated_at: string;
             /** @description whsec_…: the signing secret, shown this once; verify deliveries with it */
             secret: string;
         };
@@ -2780,7 +2813,7 @@ export interface operations {
     "events-list": {
         parameters: {
             query?: {
-                type?: "card.created" | "card.used" | "card.reopened" | "card.closed" | "card.expired" | "approval.created" | "approval.approved" | "approval.rejected" | "approval.expired" | "authorization.approved" | "authorization.declined" | "transaction.created" | "hold.captured" | "hold.released" | "payment.uncollected" | "processor.attention_needed" | "account.payment_method_updated" | "api_key.created" | "api_key.revoked" | "policy.updated" | "webhook_endpoint.created" | "webhook_endpoint.disabled" | "webhook_endpoint.enabled" | "webhook_endpoint.deleted" | "webhook_delivery.retried";
+                type?: "card.created" | "card.used" | "card.reopened" | "card.closed" | "card.expired" | "approval.created" | "approval.approved" | "approval.rejected" | "approval.expired" | "authorization.approved" | "authorization.declined" | "transaction.created" | "hold.captured" | "hold.released" | "payment.uncollected" | "processor.attention_needed" | "account.payment_method_updated" | "api_key.created" | "api_key.revoked" | "policy.updated" | "webhook_endpoint.created" | "webhook_endpoint.updated" | "webhook_endpoint.secret_rotated" | "webhook_endpoint.disabled" | "webhook_endpoint.enabled" | "webhook_endpoint.deleted" | "webhook_delivery.retried";
                 limit?: number;
                 starting_after?: string;
             };
@@ -2946,7 +2979,9 @@ export interface operations {
                      *           "description": "Approvals inbox",
                      *           "status": "enabled",
                      *           "mode": "test",
-                     *           "created_at": "2026-11-03T14:05:09.000Z"
+                     *           "previous_secret_expires_at": null,
+                     *           "created_at": "2026-11-03T14:05:09.000Z",
+                     *           "updated_at": "2026-11-03T14:05:09.000Z"
                      *         }
                      *       ],
                      *       "has_more": false
@@ -2995,7 +3030,7 @@ export interface operations {
                     /** @description Where events are POSTed: https://… (http:// only when the server sets WEBHOOK_ALLOW_PRIVATE) */
                     url: string;
                     /** @description The event types to send, or ["*"] for all */
-                    events: ("*" | "card.created" | "card.used" | "card.reopened" | "card.closed" | "card.expired" | "approval.created" | "approval.approved" | "approval.rejected" | "approval.expired" | "authorization.approved" | "authorization.declined" | "transaction.created" | "hold.captured" | "hold.released" | "payment.uncollected" | "processor.attention_needed" | "account.payment_method_updated" | "api_key.created" | "api_key.revoked" | "policy.updated" | "webhook_endpoint.created" | "webhook_endpoint.disabled" | "webhook_endpoint.enabled" | "webhook_endpoint.deleted" | "webhook_delivery.retried")[];
+                    events: ("*" | "card.created" | "card.used" | "card.reopened" | "card.closed" | "card.expired" | "approval.created" | "approval.approved" | "approval.rejected" | "approval.expired" | "authorization.approved" | "authorization.declined" | "transaction.created" | "hold.captured" | "hold.released" | "payment.uncollected" | "processor.attention_needed" | "account.payment_method_updated" | "api_key.created" | "api_key.revoked" | "policy.updated" | "webhook_endpoint.created" | "webhook_endpoint.updated" | "webhook_endpoint.secret_rotated" | "webhook_endpoint.disabled" | "webhook_endpoint.enabled" | "webhook_endpoint.deleted" | "webhook_delivery.retried")[];
                     description?: string;
                 };
             };
@@ -3023,7 +3058,9 @@ export interface operations {
                      *       "description": "Approvals inbox",
                      *       "status": "enabled",
                      *       "mode": "test",
+                     *       "previous_secret_expires_at": null,
                      *       "created_at": "2026-11-03T14:05:09.000Z",
+                     *       "updated_at": "2026-11-03T14:05:09.000Z",
                      *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
                      *     }
                      */
@@ -3047,6 +3084,144 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            502: components["responses"]["ProcessorError"];
+            503: components["responses"]["ProcessorNotConfigured"];
+        };
+    };
+    "webhookEndpoints-get": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description we_… identifier
+                 * @example we_5KcR8tLm2QxV7nBd4HsW1zPg
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful response */
+            200: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "we_5KcR8tLm2QxV7nBd4HsW1zPg",
+                     *       "url": "https://example.com/cardctl/webhooks",
+                     *       "events": [
+                     *         "approval.created",
+                     *         "card.used"
+                     *       ],
+                     *       "description": "Approvals inbox",
+                     *       "status": "enabled",
+                     *       "mode": "test",
+                     *       "previous_secret_expires_at": null,
+                     *       "created_at": "2026-11-03T14:05:09.000Z",
+                     *       "updated_at": "2026-11-03T14:05:09.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhookEndpoint"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    "webhookEndpoints-update": {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Optional. A repeat of a POST with the same key (per API key, for 24 hours) returns the original status and body (with `Idempotent-Replayed: true`) and creates no second card or hold. The same key with a different body is `422 idempotency_key_reused`; while the first request is still running, `409 idempotency_key_in_use`.
+                 * @example order-1042
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /**
+                 * @description we_… identifier
+                 * @example we_5KcR8tLm2QxV7nBd4HsW1zPg
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "status": "disabled"
+                 *     }
+                 */
+                "application/json": {
+                    /** @description Where events are POSTed: https://… (http:// only when the server sets WEBHOOK_ALLOW_PRIVATE) */
+                    url?: string;
+                    /** @description The event types to send, or ["*"] for all */
+                    events?: ("*" | "card.created" | "card.used" | "card.reopened" | "card.closed" | "card.expired" | "approval.created" | "approval.approved" | "approval.rejected" | "approval.expired" | "authorization.approved" | "authorization.declined" | "transaction.created" | "hold.captured" | "hold.released" | "payment.uncollected" | "processor.attention_needed" | "account.payment_method_updated" | "api_key.created" | "api_key.revoked" | "policy.updated" | "webhook_endpoint.created" | "webhook_endpoint.updated" | "webhook_endpoint.secret_rotated" | "webhook_endpoint.disabled" | "webhook_endpoint.enabled" | "webhook_endpoint.deleted" | "webhook_delivery.retried")[];
+                    /** @description null removes it */
+                    description?: string | null;
+                    /**
+                     * @description disabled: nothing more is sent to it and its pending deliveries fail; enabled: it receives the events that happen from now on
+                     * @enum {string}
+                     */
+                    status?: "enabled" | "disabled";
+                };
+            };
+        };
+        responses: {
+            /** @description Successful response */
+            200: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "we_5KcR8tLm2QxV7nBd4HsW1zPg",
+                     *       "url": "https://example.com/cardctl/webhooks",
+                     *       "events": [
+                     *         "approval.created",
+                     *         "card.used"
+                     *       ],
+                     *       "description": "Approvals inbox",
+                     *       "status": "disabled",
+                     *       "mode": "test",
+                     *       "previous_secret_expires_at": null,
+                     *       "created_at": "2026-11-03T14:05:09.000Z",
+                     *       "updated_at": "2026-11-03T14:07:42.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhookEndpoint"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["IdempotencyKeyReused"];
@@ -3100,6 +3275,84 @@ export interface operations {
             404: components["responses"]["NotFound"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
+        };
+    };
+    "webhookEndpoints-rotateSecret": {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Optional. A repeat of a POST with the same key (per API key, for 24 hours) returns the original status and body (with `Idempotent-Replayed: true`) and creates no second card or hold. The same key with a different body is `422 idempotency_key_reused`; while the first request is still running, `409 idempotency_key_in_use`.
+                 * @example order-1042
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /**
+                 * @description we_… identifier
+                 * @example we_5KcR8tLm2QxV7nBd4HsW1zPg
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "expire_previous_in_seconds": 86400
+                 *     }
+                 */
+                "application/json": {
+                    /** @description How long deliveries stay signed with the previous secret too, so receivers can switch without missing one: default 86,400 (24 hours); 0 ends it now */
+                    expire_previous_in_seconds?: number;
+                };
+            };
+        };
+        responses: {
+            /** @description Successful response */
+            200: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "we_5KcR8tLm2QxV7nBd4HsW1zPg",
+                     *       "url": "https://example.com/cardctl/webhooks",
+                     *       "events": [
+                     *         "approval.created",
+                     *         "card.used"
+                     *       ],
+                     *       "description": "Approvals inbox",
+                     *       "status": "enabled",
+                     *       "mode": "test",
+                     *       "previous_secret_expires_at": "2026-11-25T09:30:00.000Z",
+                     *       "created_at": "2026-11-03T14:05:09.000Z",
+                     *       "updated_at": "2026-11-03T14:07:42.000Z",
+                     *       "secret": "whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["CreatedWebhookEndpoint"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            502: components["responses"]["ProcessorError"];
+            503: components["responses"]["ProcessorNotConfigured"];
         };
     };
     "webhookEndpoints-deliveries": {

@@ -413,8 +413,11 @@ export interface WebhookEndpoint {
   /** JSON array of event types, or ["*"]. */
   events: string;
   description: string | null;
-  /** whsec_…, kept to sign deliveries; shown once, at creation. */
+  /** whsec_…, kept to sign deliveries; shown once, at creation or rotation. */
   secret: string;
+  /** The secret before the last rotation: deliveries are signed with it too until previous_secret_expires_at. */
+  previous_secret: string | null;
+  previous_secret_expires_at: number | null;
   status: WebhookEndpointStatus;
   created_at: number;
   updated_at: number;
@@ -456,6 +459,8 @@ export const WebhookEndpointEntity = new EntitySchema<WebhookEndpoint>({
     events: { type: "text" },
     description: str(500, true),
     secret: str(100),
+    previous_secret: str(100, true),
+    previous_secret_expires_at: ms(true),
     status: str(16),
     created_at: ms(),
     updated_at: ms(),

@@ -69,15 +69,19 @@ export function eventStatements(ds: DataSource, e: NewEvent): EventStatement[] {
  * statements' results, or null when a conditional statement of the change missed (nothing written).
  * `order: "events_first"` writes the events before the change, so their fan-out sees the webhook
  * endpoints as they were: an endpoint being made or enabled again is not sent its own event.
+ * `lead` runs before both: a lock on the row the change writes, taken first, so that concurrent
+ * changes of it wait for each other instead of deadlocking (on MySQL the fan-out's read of the
+ * endpoints share-locks them, and two such transactions could not both upgrade to write one).
  */
 export function commitWithEvents(
   ds: DataSource,
   change: EventStatement[],
   events: NewEvent[],
   order: "change_first" | "events_first" = "change_first",
+  lead: EventStatement[] = [],
 ): Promise<SqlResult[] | null> {
   const recorded = events.flatMap((e) => eventStatements(ds, e));
-  const steps = order === "change_first" ? [...change, ...recorded] : [...recorded, ...change];
+  const steps = [...lead, ...(order === "change_first" ? [...change, ...recorded] : [...recorded, ...change])];
   return runAtomically(ds, steps).then((results) => {
     if (results) steps.forEach((step, i) => step.afterCommit?.(results[i]!));
     return results;

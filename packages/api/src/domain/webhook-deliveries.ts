@@ -30,6 +30,17 @@ function webhookBodies(): (event: EventRecord) => string {
   };
 }
 
+/** An endpoint's columns that sign its deliveries. */
+interface SigningEndpoint {
+  secret: string;
+  previous_secret: string | null;
+  previous_secret_expires_at: number | string | null;
+}
+
+/** The secrets a delivery is signed with now: the endpoint's, and the previous one until its rotation's overlap ends. */
+const signingSecrets = (e: SigningEndpoint): string[] =>
+  e.previous_secret !== null && Number(e.previous_secret_expires_at) > Date.now() ? [e.secret, e.previous_secret] : [e.secret];
+
 /** The queue whose worker runs on this instance, per database: it sends what is committed here. */
 const sendingHere = new WeakMap<DataSource, WebhookDeliveryQueue>();
 
@@ -94,6 +105,16 @@ function fanOutStatement(ds: DataSource, event: Omit<EventRecord, "seq">): Event
 }
 addEventFanOut((ds, event) => [fanOutStatement(ds, event)]);
 
+/**
+ * Fails the pending deliveries of an endpoint being disabled, but for attempts in flight (leased):
+ * their outcome is recorded as it comes, and one that fails is not sent again (its endpoint is
+ * disabled by then).
+ */
+export const failPendingStatement = (endpointId: string, why: string, now: number): Statement => ({
+  sql: "UPDATE webhook_deliveries SET status = 'failed', next_attempt_at = NULL, lease_token = NULL, last_error = ?, updated_at = ? WHERE endpoint_id = ? AND status = 'pending' AND (lease_token IS NULL OR next_attempt_at <= ?)",
+  params: [why, now, endpointId, now],
+});
+
 /** A claimed attempt: what to send, and where. */
 export interface ClaimedDelivery {
   id: string;
@@ -104,7 +125,8 @@ export interface ClaimedDelivery {
   retryUntil: number | null;
   createdAt: number;
   url: string;
-  secret: string;
+  /** What signs it: the endpoint's secret, and the previous one while a rotation's overlap lasts. */
+  secrets: string[];
   endpointEnabled: boolean;
   /** The event's id and JSON (null when it is no longer kept). */
   eventId: string;
@@ -189,10 +211,14 @@ export class WebhookDeliveryQueue {
     );
     if (rows.length === 0) return [];
     const endpointIds = [...new Set(rows.map((r) => r.endpoint_id))];
-    const endpoints = new Map<string, { url: string; secret: string; status: string }>(
-      (await queryRows(this.ds, `SELECT id, url, secret, status FROM webhook_endpoints WHERE id IN (${placeholders(endpointIds)})`, endpointIds)).map(
-        (e: { id: string; url: string; secret: string; status: string }) => [e.id, e],
-      ),
+    const endpoints = new Map<string, SigningEndpoint & { url: string; status: string }>(
+      (
+        await queryRows(
+          this.ds,
+          `SELECT id, url, secret, previous_secret, previous_secret_expires_at, status FROM webhook_endpoints WHERE id IN (${placeholders(endpointIds)})`,
+          endpointIds,
+        )
+      ).map((e: SigningEndpoint & { id: string; url: string; status: string }) => [e.id, e]),
     );
     const payloadOf = webhookBodies();
     return rows.flatMap((r) => {
@@ -200,7 +226,7 @@ export class WebhookDeliveryQueue {
       const w = endpoints.get(r.endpoint_id);
       if (!f || !w || r.lease_token !== f.leaseToken) return [];
       const payload = payloadOf({ ...f.event, seq: 0 });
-      return [{ id: r.id, endpointId: r.endpoint_id, leaseToken: f.leaseToken, attempts: 1, retryUntil: null, createdAt: Number(r.created_at), url: w.url, secret: w.secret, endpointEnabled: w.status === "enabled", eventId: f.event.id, payload }];
+      return [{ id: r.id, endpointId: r.endpoint_id, leaseToken: f.leaseToken, attempts: 1, retryUntil: null, createdAt: Number(r.created_at), url: w.url, secrets: signingSecrets(w), endpointEnabled: w.status === "enabled", eventId: f.event.id, payload }];
     });
   }
 
@@ -250,7 +276,7 @@ export class WebhookDeliveryQueue {
     if (!claimed.affected) return [];
     const rows = await queryRows(
       this.ds,
-      "SELECT d.id, d.endpoint_id, d.attempts, d.retry_until, d.created_at, d.event_id, w.url, w.secret, w.status AS endpoint_status, " +
+      "SELECT d.id, d.endpoint_id, d.attempts, d.retry_until, d.created_at, d.event_id, w.url, w.secret, w.previous_secret, w.previous_secret_expires_at, w.status AS endpoint_status, " +
         "e.id AS e_id, e.account_id AS e_account_id, e.mode AS e_mode, e.type AS e_type, e.actor_type AS e_actor_type, e.actor_id AS e_actor_id, e.data AS e_data, e.created_at AS e_created_at " +
         "FROM webhook_deliveries d JOIN webhook_endpoints w ON w.id = d.endpoint_id LEFT JOIN events e ON e.id = d.event_id " +
         `WHERE d.id IN (${list}) AND d.lease_token = ?`,
@@ -265,7 +291,7 @@ export class WebhookDeliveryQueue {
       retryUntil: r.retry_until === null ? null : Number(r.retry_until),
       createdAt: Number(r.created_at),
       url: r.url,
-      secret: r.secret,
+      secrets: signingSecrets(r),
       endpointEnabled: r.endpoint_status === "enabled",
       eventId: r.event_id,
       payload:
@@ -356,10 +382,7 @@ export class WebhookDeliveryQueue {
     if (!endpoint) return null;
     const change: Statement[] = [
       { sql: "UPDATE webhook_endpoints SET status = 'disabled', updated_at = ? WHERE id = ? AND status = 'enabled'", params: [now, endpointId], expect: 1 },
-      {
-        sql: "UPDATE webhook_deliveries SET status = 'failed', next_attempt_at = NULL, lease_token = NULL, last_error = ?, updated_at = ? WHERE endpoint_id = ? AND status = 'pending'",
-        params: ["not sent: the endpoint was disabled after a delivery failed for the whole retry schedule", now, endpointId],
-      },
+      failPendingStatement(endpointId, "not sent: the endpoint was disabled after a delivery failed for the whole retry schedule", now),
     ];
     const event = { accountId: endpoint.account_id, mode: endpoint.mode, type: "webhook_endpoint.disabled" as const, object: endpointView({ ...endpoint, status: "disabled" }), actor: SYSTEM };
     return { change, event };

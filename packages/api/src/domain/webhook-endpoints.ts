@@ -1,6 +1,13 @@
 import { randomBytes } from "node:crypto";
 import { MAX_WEBHOOK_ENDPOINTS, type EventType } from "@cardctl/contract";
-import { WebhookDeliveryEntity, WebhookEndpointEntity, type WebhookDelivery, type WebhookDeliveryStatus, type WebhookEndpoint } from "../db/entities.js";
+import {
+  WebhookDeliveryEntity,
+  WebhookEndpointEntity,
+  type WebhookDelivery,
+  type WebhookDeliveryStatus,
+  type WebhookEndpoint,
+  type WebhookEndpointStatus,
+} from "../db/entities.js";
 import { fastRepository, type Statement } from "../db/fast.js";
 import { AddressRefused, resolveWebhookHost } from "../webhooks/addresses.js";
 import type { Deps, Principal } from "./deps.js";
@@ -9,7 +16,7 @@ import { actorOf, commitWithEvents, type NewEvent } from "./events.js";
 import { newId } from "./ids.js";
 import { pageOf, type Page, type PageQuery } from "./paging.js";
 import { validationError } from "./validation.js";
-import { wakeWorkerHere } from "./webhook-deliveries.js";
+import { failPendingStatement, wakeWorkerHere } from "./webhook-deliveries.js";
 import { deliveryView, endpointView } from "./webhook-views.js";
 
 const invalidUrl = (message: string) => validationError([{ path: "url", message }]);
@@ -42,6 +49,25 @@ async function checkedUrl(raw: string, allowPrivate: boolean): Promise<string> {
 /** Standard Webhooks secret: whsec_ and base64 of 32 random bytes. */
 const newSecret = () => `whsec_${randomBytes(32).toString("base64")}`;
 
+type EventChoice = "*" | EventType;
+/** ["*"] takes every type (the fan-out matches it exactly); otherwise each type once. */
+const eventsColumn = (events: EventChoice[]) => JSON.stringify(events.includes("*") ? ["*"] : [...new Set(events)]);
+
+/** A change of an endpoint read at one moment: its statements (conditional on that read), its events, the endpoint after it. */
+interface EndpointChange {
+  steps: Statement[];
+  events: NewEvent[];
+  next: WebhookEndpoint;
+  /** Whose news the events are: endpoints as they were before the change (the default), or after it. */
+  fanOut?: "before" | "after";
+}
+
+/** Locks an endpoint's row first in a change's transaction: concurrent changes of it queue instead of deadlocking (see commitWithEvents). */
+const lockRow = (endpointId: string): Statement => ({ sql: "UPDATE webhook_endpoints SET updated_at = updated_at WHERE id = ?", params: [endpointId] });
+
+/** Rotated-out secrets keep signing this long by default (24 hours). */
+const DEFAULT_PREVIOUS_SECRET_SECONDS = 24 * 3600;
+
 /** An account's webhook endpoints (per mode) and their deliveries: create, list, delete, retry. */
 export class WebhookEndpointService {
   constructor(private readonly deps: Deps) {}
@@ -53,7 +79,7 @@ export class WebhookEndpointService {
     return fastRepository(this.deps.ds, WebhookDeliveryEntity);
   }
 
-  async create(p: Principal, input: { url: string; events: ("*" | EventType)[]; description?: string | undefined }): Promise<WebhookEndpoint> {
+  async create(p: Principal, input: { url: string; events: EventChoice[]; description?: string | undefined }): Promise<WebhookEndpoint> {
     const url = await checkedUrl(input.url, this.deps.config.webhooks.allowPrivate);
     const count = await this.repo.countUsingIndex("ix_webhook_endpoints_list", { account_id: p.accountId, mode: p.mode });
     if (count >= MAX_WEBHOOK_ENDPOINTS)
@@ -64,10 +90,11 @@ export class WebhookEndpointService {
       account_id: p.accountId,
       mode: p.mode,
       url,
-      // ["*"] takes every type (the fan-out matches it exactly); otherwise each type once.
-      events: JSON.stringify(input.events.includes("*") ? ["*"] : [...new Set(input.events)]),
+      events: eventsColumn(input.events),
       description: input.description ?? null,
       secret: newSecret(),
+      previous_secret: null,
+      previous_secret_expires_at: null,
       status: "enabled",
       created_at: now,
       updated_at: now,
@@ -86,10 +113,96 @@ export class WebhookEndpointService {
     return pageOf(this.repo, { account_id: p.accountId, mode: p.mode }, {}, page, undefined, "ix_webhook_endpoints_list");
   }
 
-  private async find(p: Principal, id: string): Promise<WebhookEndpoint> {
+  async get(p: Principal, id: string): Promise<WebhookEndpoint> {
     const endpoint = await this.repo.findOneBy({ id, account_id: p.accountId, mode: p.mode });
     if (!endpoint) throw notFound("webhook endpoint");
     return endpoint;
+  }
+
+  /**
+   * Changes the endpoint's url, event types, description or status; what is not given stays. Each
+   * change commits with its event: `webhook_endpoint.updated` (url, types, description), and
+   * `webhook_endpoint.disabled` or `.enabled`. Disabling fails its pending deliveries (attempts in
+   * flight end as they end); enabling sends it the events that happen from then on (a delivery
+   * failed meanwhile is sent again by retrying it). The news goes to the endpoints as they were
+   * before the change, but a disabled one is not sent its own disabling (nor an enabled one its
+   * enabling). Nothing to change is no change: no write, no event.
+   */
+  async update(
+    p: Principal,
+    id: string,
+    input: { url?: string | undefined; events?: EventChoice[] | undefined; description?: string | null | undefined; status?: WebhookEndpointStatus | undefined },
+  ): Promise<WebhookEndpoint> {
+    const url = input.url === undefined ? undefined : await checkedUrl(input.url, this.deps.config.webhooks.allowPrivate);
+    return this.change(p, id, (endpoint, now) => {
+      const next: WebhookEndpoint = {
+        ...endpoint,
+        url: url ?? endpoint.url,
+        events: input.events ? eventsColumn(input.events) : endpoint.events,
+        description: input.description === undefined ? endpoint.description : input.description,
+        status: input.status ?? endpoint.status,
+        updated_at: now,
+      };
+      const edited = next.url !== endpoint.url || next.events !== endpoint.events || next.description !== endpoint.description;
+      const toggled = next.status !== endpoint.status;
+      if (!edited && !toggled) return null;
+      const scope = { accountId: p.accountId, mode: p.mode, actor: actorOf(p) };
+      const steps: Statement[] = [
+        {
+          sql: "UPDATE webhook_endpoints SET url = ?, events = ?, description = ?, status = ?, updated_at = ? WHERE id = ? AND updated_at = ? AND status = ?",
+          params: [next.url, next.events, next.description, next.status, now, endpoint.id, endpoint.updated_at, endpoint.status],
+          expect: 1,
+        },
+      ];
+      if (toggled && next.status === "disabled") steps.push(failPendingStatement(endpoint.id, "not sent: the endpoint was disabled", now));
+      const events: NewEvent[] = [
+        ...(edited ? [{ ...scope, type: "webhook_endpoint.updated" as const, object: endpointView(next) }] : []),
+        ...(toggled ? [{ ...scope, type: `webhook_endpoint.${next.status}` as const, object: endpointView(next) }] : []),
+      ];
+      return { steps, events, next, fanOut: next.status === "disabled" && toggled ? "after" : "before" };
+    });
+  }
+
+  /**
+   * A new signing secret, shown in this answer only. For `expirePreviousInSeconds` (default 24 h)
+   * every delivery carries a second signature with the secret it replaces, so receivers switch
+   * without failing one; a rotation during that overlap ends the older secret's at once (one
+   * previous secret at a time). Announced by `webhook_endpoint.secret_rotated` (without secrets).
+   */
+  rotateSecret(p: Principal, id: string, expirePreviousInSeconds = DEFAULT_PREVIOUS_SECRET_SECONDS): Promise<WebhookEndpoint> {
+    return this.change(p, id, (endpoint, now) => {
+      const overlap = expirePreviousInSeconds > 0;
+      const next: WebhookEndpoint = {
+        ...endpoint,
+        secret: newSecret(),
+        previous_secret: overlap ? endpoint.secret : null,
+        previous_secret_expires_at: overlap ? now + expirePreviousInSeconds * 1000 : null,
+        updated_at: now,
+      };
+      const step: Statement = {
+        sql: "UPDATE webhook_endpoints SET secret = ?, previous_secret = ?, previous_secret_expires_at = ?, updated_at = ? WHERE id = ? AND secret = ?",
+        params: [next.secret, next.previous_secret, next.previous_secret_expires_at, now, endpoint.id, endpoint.secret],
+        expect: 1,
+      };
+      const event: NewEvent = { accountId: p.accountId, mode: p.mode, type: "webhook_endpoint.secret_rotated", object: endpointView(next), actor: actorOf(p) };
+      return { steps: [step], events: [event], next };
+    });
+  }
+
+  /**
+   * Reads the endpoint and commits `make`'s change of it, conditional on what was read; if a
+   * concurrent change got there first, reads it again and makes the change anew (each miss is
+   * another change committed, so concurrent changes all land, one after the other). `now` is after
+   * the endpoint's updated_at, so each change moves it forward.
+   */
+  private async change(p: Principal, id: string, make: (endpoint: WebhookEndpoint, now: number) => EndpointChange | null): Promise<WebhookEndpoint> {
+    for (;;) {
+      const endpoint = await this.get(p, id);
+      const change = make(endpoint, Math.max(Date.now(), endpoint.updated_at + 1));
+      if (!change) return endpoint;
+      if (await commitWithEvents(this.deps.ds, change.steps, change.events, change.fanOut === "after" ? "change_first" : "events_first", [lockRow(endpoint.id)]))
+        return change.next;
+    }
   }
 
   /**
@@ -98,7 +211,7 @@ export class WebhookEndpointService {
    * first leaves this one nothing to delete and nothing to announce).
    */
   async remove(p: Principal, id: string): Promise<void> {
-    const endpoint = await this.find(p, id);
+    const endpoint = await this.get(p, id);
     await commitWithEvents(
       this.deps.ds,
       [
@@ -110,7 +223,7 @@ export class WebhookEndpointService {
   }
 
   async deliveries(p: Principal, endpointId: string, status: WebhookDeliveryStatus | undefined, page: PageQuery): Promise<Page<WebhookDelivery>> {
-    const endpoint = await this.find(p, endpointId);
+    const endpoint = await this.get(p, endpointId);
     return pageOf(this.deliveryRepo, { account_id: p.accountId, mode: p.mode }, { endpoint_id: endpoint.id, status }, page, undefined, "ix_webhook_deliveries_endpoint");
   }
 
@@ -124,7 +237,7 @@ export class WebhookEndpointService {
    * enabled again is not sent the news of its own retry.
    */
   async retry(p: Principal, endpointId: string, deliveryId: string): Promise<WebhookDelivery> {
-    const endpoint = await this.find(p, endpointId);
+    const endpoint = await this.get(p, endpointId);
     const delivery = await this.deliveryRepo.findOneBy({ id: deliveryId, endpoint_id: endpoint.id });
     if (!delivery) throw notFound("webhook delivery");
     const now = Date.now();
@@ -160,6 +273,7 @@ export class WebhookEndpointService {
         some.map((c) => ({ ...c.step, afterCommit: () => wakeWorkerHere(this.deps.ds) })),
         some.map((c) => c.event),
         "events_first",
+        [lockRow(endpoint.id)],
       );
     // Together, or (when one of them missed) each on its own.
     if (!(await commit(changes)) && changes.length > 1) for (const change of changes) await commit([change]);

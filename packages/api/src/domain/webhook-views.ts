@@ -9,7 +9,9 @@ export const endpointView = (e: Omit<WebhookEndpoint, "seq">) => ({
   description: e.description,
   status: e.status,
   mode: e.mode,
+  previous_secret_expires_at: e.previous_secret !== null && e.previous_secret_expires_at !== null && e.previous_secret_expires_at > Date.now() ? isoTime(e.previous_secret_expires_at) : null,
   created_at: isoTime(e.created_at),
+  updated_at: isoTime(e.updated_at),
 });
 
 /** A delivery as the API shows it. */

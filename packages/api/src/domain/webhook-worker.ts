@@ -158,7 +158,7 @@ export class WebhookWorker {
   private async attempt(d: ClaimedDelivery): Promise<void> {
     if (!d.endpointEnabled) return this.queue.failed(d, null, "not sent: the endpoint is disabled", true);
     if (d.payload === null) return this.queue.failed(d, null, "not sent: the event is no longer kept (30 days)", true);
-    const outcome = await this.send({ url: d.url, secret: d.secret, id: d.eventId, payload: d.payload });
+    const outcome = await this.send({ url: d.url, secrets: d.secrets, id: d.eventId, payload: d.payload });
     if (outcome.ok) return this.queue.succeeded(d, outcome.status!);
     if (this.stopped) return this.queue.release([d]);
     return this.queue.failed(d, outcome.status, outcome.error ?? "failed");

@@ -35,6 +35,51 @@ export const webhookEndpointsRouter = router({
       return { data: page.data.map(endpointView), has_more: page.has_more };
     }),
 
+  get: fullAccessProcedure
+    .meta({ openapi: { method: "GET", path: "/webhook_endpoints/{id}", tags, summary: "Retrieve a webhook endpoint" } })
+    .input(s.webhookEndpointIdInput)
+    .output(s.webhookEndpoint)
+    .query(async ({ ctx, input }) => endpointView(await ctx.services.webhookEndpoints.get(ctx.principal, input.id))),
+
+  update: fullAccessProcedure
+    .meta({
+      openapi: {
+        method: "POST",
+        path: "/webhook_endpoints/{id}",
+        tags,
+        summary: "Update a webhook endpoint: url, events, description, or enable / disable it",
+        description:
+          "Only the fields given change. `status: \"disabled\"` stops deliveries (pending ones fail; attempts in flight finish); `status: \"enabled\"` " +
+          "resumes them with the events that happen from then on (retry a failed delivery to send it again). Announced by webhook_endpoint.updated, " +
+          "webhook_endpoint.disabled or webhook_endpoint.enabled. A new url is checked as at creation.",
+      },
+    })
+    .input(s.updateWebhookEndpointInput)
+    .output(s.webhookEndpoint)
+    .mutation(async ({ ctx, input }) => {
+      const { id, ...change } = input;
+      return endpointView(await ctx.services.webhookEndpoints.update(ctx.principal, id, change));
+    }),
+
+  rotateSecret: fullAccessProcedure
+    .meta({
+      openapi: {
+        method: "POST",
+        path: "/webhook_endpoints/{id}/rotate_secret",
+        tags,
+        summary: "Replace the signing secret; the new one is in this answer only",
+        description:
+          "For `expire_previous_in_seconds` (default 24 hours, at most 7 days) each delivery's webhook-signature carries two signatures, " +
+          "one with each secret, so a receiver verifies with either while it switches. Announced by webhook_endpoint.secret_rotated (without secrets).",
+      },
+    })
+    .input(s.rotateWebhookSecretInput)
+    .output(s.createdWebhookEndpoint)
+    .mutation(async ({ ctx, input }) => {
+      const endpoint = await ctx.services.webhookEndpoints.rotateSecret(ctx.principal, input.id, input.expire_previous_in_seconds);
+      return { ...endpointView(endpoint), secret: endpoint.secret };
+    }),
+
   delete: fullAccessProcedure
     .meta({ openapi: { method: "DELETE", path: "/webhook_endpoints/{id}", tags, summary: "Delete a webhook endpoint and its deliveries" } })
     .input(s.webhookEndpointIdInput)

@@ -6,7 +6,8 @@ import { AddressRefused, resolveWebhookHost } from "./addresses.js";
 /** One message to one endpoint: the event's JSON, signed with the endpoint's secret. */
 export interface WebhookMessage {
   url: string;
-  secret: string;
+  /** The endpoint's secret, then (after a rotation, until it expires) the previous one: one signature each. */
+  secrets: string[];
   /** The event id: `webhook-id`, the same on every attempt, so receivers can deduplicate. */
   id: string;
   payload: string;
@@ -93,7 +94,8 @@ export class WebhookSender {
       "user-agent": "cardctl-webhooks/1",
       "webhook-id": m.id,
       "webhook-timestamp": String(timestamp),
-      "webhook-signature": signWebhook(m.secret, m.id, timestamp, m.payload),
+      // Space-separated signatures (Standard Webhooks): a receiver holding either secret verifies.
+      "webhook-signature": m.secrets.map((secret) => signWebhook(secret, m.id, timestamp, m.payload)).join(" "),
     };
     return this.post(url, headers, m.payload);
   };

@@ -4,7 +4,7 @@ import { closeSync, fchmodSync, openSync, writeSync } from "node:fs";
 import { ctxOf, type Ctx } from "../context.js";
 import { UsageError } from "../errors.js";
 import { parseAmount, parseCents } from "../money.js";
-import { parseLimit } from "../options.js";
+import { parseDuration, parseLimit } from "../options.js";
 import { relativeTime, truncate } from "../output.js";
 import { confirm } from "../prompt.js";
 
@@ -56,13 +56,6 @@ function writeSecretFile(path: string, content: string): void {
   }
 }
 
-function parseDuration(s: string): number {
-  const m = /^(\d+)(ms|s|m|h)?$/.exec(s.trim());
-  if (!m) throw new UsageError(`--timeout must be a duration like 90s, 10m or 1h, got "${s}".`);
-  const mult = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }[(m[2] ?? "s") as "ms" | "s" | "m" | "h"];
-  return Number(m[1]) * mult;
-}
-
 export function registerCards(program: Command): void {
   const cards = program.command("cards").description("Create, list, inspect and close virtual cards");
 
@@ -86,7 +79,7 @@ export function registerCards(program: Command): void {
       const ctx = ctxOf(cmd);
       const { out } = ctx;
       const params = cardRequestParams(ctx, o);
-      const timeoutMs = parseDuration(o.timeout);
+      const timeoutMs = parseDuration(o.timeout, "--timeout");
       if (o.purpose !== undefined) params.purpose = o.purpose;
       const reqOpts = o.idempotencyKey ? { idempotencyKey: o.idempotencyKey } : undefined;
 

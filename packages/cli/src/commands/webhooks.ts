@@ -2,7 +2,7 @@ import type { WebhookDelivery, WebhookEndpoint } from "@cardctl/sdk";
 import type { Command } from "commander";
 import { ctxOf, type Ctx } from "../context.js";
 import { UsageError } from "../errors.js";
-import { parseLimit } from "../options.js";
+import { parseDuration, parseLimit } from "../options.js";
 import { relativeTime, truncate, type Style } from "../output.js";
 
 const DELIVERY_STATUSES = ["pending", "succeeded", "failed"];
@@ -17,7 +17,22 @@ function printEndpoint(ctx: Ctx, e: WebhookEndpoint): void {
     ...(e.description ? ([["Description", e.description]] as [string, string][]) : []),
     ["Status", coloured(ctx, e.status)],
     ["Mode", e.mode],
+    ...(e.previous_secret_expires_at ? ([["Previous secret", `also signs until ${e.previous_secret_expires_at} (${relativeTime(e.previous_secret_expires_at)})`]] as [string, string][]) : []),
   ]);
+}
+
+/** `--events a,b` as the API takes it: types, or "*". */
+function parseEvents(raw: string): string[] {
+  const events = raw.split(",").map((t) => t.trim()).filter(Boolean);
+  if (events.length === 0) throw new UsageError('--events needs at least one event type, or "*" for all.');
+  return events;
+}
+
+/** The signing secret of an answer, with what to do with it. */
+function printSecret(ctx: Ctx, secret: string, hint: string): void {
+  ctx.out.line("");
+  ctx.out.kv([["Signing secret", ctx.out.style(secret, "bold")]]);
+  ctx.out.hint(hint);
 }
 
 /** What the last attempt got: the HTTP status, or the error when there was no answer. */
@@ -35,17 +50,82 @@ export function registerWebhooks(program: Command): void {
     .option("--description <text>", "what the endpoint is for")
     .action(async (url: string, o: { events: string; description?: string }, cmd: Command) => {
       const ctx = ctxOf(cmd);
-      const events = o.events.split(",").map((t) => t.trim()).filter(Boolean);
-      if (events.length === 0) throw new UsageError('--events needs at least one event type, or "*" for all.');
-      const body = { url, events: events as any, ...(o.description !== undefined ? { description: o.description } : {}) };
+      const body = { url, events: parseEvents(o.events) as any, ...(o.description !== undefined ? { description: o.description } : {}) };
       const e = await ctx.out.spin("Creating the webhook endpoint", () => ctx.client().webhookEndpoints.create(body));
       if (ctx.out.json) return ctx.out.printJson(e);
       const { out } = ctx;
       out.line(`${out.style("✓", "green")} Webhook endpoint created.`);
       printEndpoint(ctx, e);
-      out.line("");
-      out.kv([["Signing secret", out.style(e.secret, "bold")]]);
-      out.hint("Store the signing secret now: it is not shown again. Verify each delivery with it (webhook-id, webhook-timestamp, webhook-signature), e.g. new Webhook(secret).verify(body, headers) from the standardwebhooks package.");
+      printSecret(
+        ctx,
+        e.secret,
+        "Store the signing secret now: it is not shown again. Verify each delivery with it (webhook-id, webhook-timestamp, webhook-signature), e.g. new Webhook(secret).verify(body, headers) from the standardwebhooks package.",
+      );
+    });
+
+  webhooks
+    .command("get <endpoint_id>")
+    .description("Show an endpoint")
+    .action(async (id: string, _o: unknown, cmd: Command) => {
+      const ctx = ctxOf(cmd);
+      const e = await ctx.out.spin("Fetching the webhook endpoint", () => ctx.client().webhookEndpoints.get(id));
+      if (ctx.out.json) return ctx.out.printJson(e);
+      printEndpoint(ctx, e);
+    });
+
+  webhooks
+    .command("update <endpoint_id>")
+    .description("Change an endpoint's URL, event types or description; only what is given changes")
+    .option("--url <url>", "the new URL (checked as at creation)")
+    .option("--events <types>", 'comma-separated event types ("*": all)')
+    .option("--description <text>", 'what the endpoint is for ("" removes it)')
+    .action(async (id: string, o: { url?: string; events?: string; description?: string }, cmd: Command) => {
+      const ctx = ctxOf(cmd);
+      if (o.url === undefined && o.events === undefined && o.description === undefined) throw new UsageError("Give at least one of --url, --events, --description.");
+      const body = {
+        ...(o.url !== undefined ? { url: o.url } : {}),
+        ...(o.events !== undefined ? { events: parseEvents(o.events) as any } : {}),
+        ...(o.description !== undefined ? { description: o.description === "" ? null : o.description } : {}),
+      };
+      const e = await ctx.out.spin("Updating the webhook endpoint", () => ctx.client().webhookEndpoints.update(id, body));
+      if (ctx.out.json) return ctx.out.printJson(e);
+      ctx.out.line(`${ctx.out.style("✓", "green")} Webhook endpoint updated.`);
+      printEndpoint(ctx, e);
+    });
+
+  for (const [name, status, what] of [
+    ["enable", "enabled", "Enable an endpoint again: it receives the events that happen from now on (retry a failed delivery to send it again)"],
+    ["disable", "disabled", "Disable an endpoint: nothing more is sent to it, its pending deliveries fail"],
+  ] as const)
+    webhooks
+      .command(`${name} <endpoint_id>`)
+      .description(what)
+      .action(async (id: string, _o: unknown, cmd: Command) => {
+        const ctx = ctxOf(cmd);
+        const e = await ctx.out.spin(`${name === "enable" ? "Enabling" : "Disabling"} the webhook endpoint`, () => ctx.client().webhookEndpoints.update(id, { status }));
+        if (ctx.out.json) return ctx.out.printJson(e);
+        ctx.out.line(`${ctx.out.style("✓", "green")} Webhook endpoint ${e.id} ${status}.`);
+      });
+
+  webhooks
+    .command("rotate-secret <endpoint_id>")
+    .description("Replace the signing secret; prints the new one once. The previous one keeps signing too for a while")
+    .option("--expire-previous-in <duration>", "how long deliveries are signed with the previous secret too (e.g. 2h, 3d; 0: stop now; at most 7d)", "24h")
+    .action(async (id: string, o: { expirePreviousIn: string }, cmd: Command) => {
+      const ctx = ctxOf(cmd);
+      const ms = parseDuration(o.expirePreviousIn, "--expire-previous-in");
+      if (ms % 1000 !== 0) throw new UsageError("--expire-previous-in must be whole seconds.");
+      const e = await ctx.out.spin("Rotating the signing secret", () => ctx.client().webhookEndpoints.rotateSecret(id, { expire_previous_in_seconds: ms / 1000 }));
+      if (ctx.out.json) return ctx.out.printJson(e);
+      ctx.out.line(`${ctx.out.style("✓", "green")} Signing secret rotated.`);
+      printEndpoint(ctx, e);
+      printSecret(
+        ctx,
+        e.secret,
+        e.previous_secret_expires_at
+          ? `Store the new secret now: it is not shown again. Until ${e.previous_secret_expires_at} each delivery is signed with both secrets, so your receiver verifies with either while you switch it over.`
+          : "Store the new secret now: it is not shown again. The previous secret signs nothing from now on.",
+      );
     });
 
   webhooks
