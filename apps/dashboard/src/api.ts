@@ -167,6 +167,7 @@ const LISTS: Record<string, string> = {
   policy: "policy",
   api_key: "api_keys",
   webhook_endpoint: "webhook_endpoints",
+  account: "setup",
 };
 /** What any event changes: the events list itself, the spend summary and chart, and webhook deliveries (one per endpoint taking it). */
 const EVERY_EVENT = ["events", "spend", "webhook_deliveries"];

@@ -170,6 +170,15 @@ describe(`the Setup page and a card's reveal, simulated processor (${dbKind})`, 
       expect((await s.request("POST", "/v1/cards", { key, body: { amount_cents: 900, agent_id: "setup" } })).status).toBe(201);
     });
 
+    it("the operator's KYB change shows on Setup at once: its account.kyb_updated event refreshes the page", async () => {
+      await step(/^Business verification \(KYB\): Verified$/).waitFor();
+      expect((await s.admin("POST", `/accounts/${account.id}/kyb`, { verified: false })).status).toBe(200);
+      await step(/^Business verification \(KYB\): Not verified$/).waitFor();
+      await page.getByText(/^Not finished: business verification \(KYB\) still missing/).waitFor();
+      expect((await s.admin("POST", `/accounts/${account.id}/kyb`, { verified: true })).status).toBe(200);
+      await page.getByText("Setup complete: agents can get cards in test mode.").waitFor();
+    });
+
     it("Reveal shows the card's number, CVC and expiry from the processor, never through /trpc, and Hide removes them", async () => {
       const [row] = await s.query("SELECT number, cvc, exp_month, exp_year FROM sim_cards WHERE card_ref = ?", [card.id]);
       const number = String(row.number);

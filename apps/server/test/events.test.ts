@@ -3,8 +3,8 @@ import { dbKind, expectError, processor, startServer, type TestServer } from "./
 import { guarded, ISO, LIST_CARD_KEYS, APPROVAL_KEYS, ownerSession } from "./helpers.js";
 import { openStream, topSeq, writeEventAt } from "./sse.js";
 
-/** What the harness's newAccount announces: the payment method it saves, the keys it makes. */
-const SETUP_EVENTS = ["account.payment_method_updated", "api_key.created"];
+/** What the harness's newAccount announces: its set-up (KYB, payment method, cardholder on Stripe), the keys it makes. */
+const SETUP_EVENTS = ["account.kyb_updated", "account.payment_method_updated", "account.cardholder_updated", "api_key.created"];
 
 /**
  * The event outbox (DESIGN 3.7): every state change of cards, approvals, the money lifecycle
@@ -214,7 +214,7 @@ describe(`events (${dbKind}, ${processor})`, () => {
     const agentKey = (await s.admin("POST", `/accounts/${a.acct.id}/keys`, { mode: "test", role: "agent", name: "bot" })).body;
     await s.admin("POST", `/keys/${agentKey.id}/revoke`);
     await s.request("PUT", "/v1/policies/default", { key: a.key, body: { max_amount_cents: 1234 } });
-    const events = (await a.allEvents()).filter((e) => e.type !== "account.payment_method_updated");
+    const events = (await a.allEvents()).filter((e) => !e.type.startsWith("account."));
     // The first key (made by the account's set-up) is announced too.
     expect(events.map((e) => e.type)).toEqual(["api_key.created", "api_key.created", "api_key.revoked", "policy.updated"]);
     expect(events[1]).toMatchObject({ actor: { type: "system" }, data: { object: { id: agentKey.id, role: "agent", name: "bot", revoked_at: null } } });
@@ -258,6 +258,41 @@ describe(`events (${dbKind}, ${processor})`, () => {
     // A refused change writes nothing.
     expect((await o.mutation("setup.saveTestCard", { payment_method: "pm_other" })).status).toBe(400);
     expect(await changes(a.key)).toHaveLength(3);
+  });
+
+  it("the operator's KYB and cardholder changes: account.kyb_updated and account.cardholder_updated in both modes, by the system, no tax id", async () => {
+    const acct = await s.newAccount({ kyb: false, cardholder: null });
+    const key = await acct.key();
+    const live = await acct.key("live");
+    const ofType = async (type: string, k = key) => (await s.request("GET", `/v1/events?type=${type}`, { key: k })).body.data as any[];
+    expect(await ofType("account.kyb_updated")).toEqual([]);
+
+    expect((await s.admin("POST", `/accounts/${acct.id}/kyb`, { verified: true })).status).toBe(200);
+    const [verified] = await ofType("account.kyb_updated");
+    expect(verified).toMatchObject({ mode: "test", actor: { type: "system", id: null }, data: { object: { account_id: acct.id, mode: "test", kyb_verified: true } } });
+    expect((await ofType("account.kyb_updated", live))[0].data.object).toMatchObject({ mode: "live", kyb_verified: true });
+    // Verified again: nothing changed, nothing announced.
+    expect((await s.admin("POST", `/accounts/${acct.id}/kyb`, { verified: true })).status).toBe(200);
+    expect(await ofType("account.kyb_updated")).toHaveLength(1);
+    expect((await s.admin("POST", `/accounts/${acct.id}/kyb`, { verified: false })).status).toBe(200);
+    const [unverified] = await ofType("account.kyb_updated");
+    expect(unverified.data.object).toMatchObject({ kyb_verified: false, setup_complete: false, missing: expect.arrayContaining(["kyb"]) });
+    expect(await ofType("account.kyb_updated")).toHaveLength(2);
+
+    const cardholder = {
+      type: "company",
+      name: "Evented Robotics",
+      billing: { line1: "1 Main Street", city: "Springfield", state: "IL", postal_code: "62701", country: "US" },
+      tax_id: "12-3456789",
+    };
+    expect((await s.admin("POST", `/accounts/${acct.id}/cardholder`, cardholder)).status).toBe(200);
+    const [set] = await ofType("account.cardholder_updated");
+    expect(set).toMatchObject({ actor: { type: "system", id: null }, data: { object: { cardholder: { set: true, name: "Evented Robotics", type: "company" } } } });
+    expect(JSON.stringify(set)).not.toContain("3456789");
+    expect(await ofType("account.cardholder_updated", live)).toHaveLength(1);
+    // What the owner's Setup page reads, in that mode.
+    const o = await ownerSession(s, acct.id, "setup@events.example");
+    expect(set.data.object).toEqual((await o.query("setup.status")).body.result.data);
   });
 
   it("every change an owner makes in the dashboard is an event with the owner as actor; the same calls by an API key name the key", async () => {
@@ -323,7 +358,8 @@ describe(`events (${dbKind}, ${processor})`, () => {
     expect(second.data.map((e: any) => e.data.object.amount_cents)).toEqual([102, 101]);
     const third = (await s.request("GET", `/v1/events?limit=2&type=card.created&starting_after=${second.data[1].id}`, { key: a.key })).body;
     expect(third).toMatchObject({ has_more: false, data: [{ data: { object: { amount_cents: 100 } } }] });
-    expect((await s.request("GET", "/v1/events", { key: a.key })).body.data).toHaveLength(7); // 20 by default; and the set-up's payment method and key
+    // 20 by default: the five cards, and the set-up's KYB, payment method, cardholder (on Stripe) and key.
+    expect((await s.request("GET", "/v1/events", { key: a.key })).body.data).toHaveLength(5 + (processor === "stripe" ? 4 : 3));
 
     const one = await s.request("GET", `/v1/events/${first.data[0].id}`, { key: a.key });
     expect(one.status).toBe(200);
@@ -343,10 +379,12 @@ describe(`events (${dbKind}, ${processor})`, () => {
     expectError(await s.request("GET", `/v1/events/${mine.id}`, { key: b.key }), 404, "not_found");
     expect(await b.types("&type=card.created")).toEqual([]);
     const live = await a.acct.key("live");
-    // Live mode has only the live key's own creation, and the account's payment method (one for both modes).
+    // Live mode has only the live key's own creation, and the account's set-up (one for both modes).
     expect((await s.request("GET", "/v1/events", { key: live })).body.data.map((e: any) => [e.type, e.mode])).toEqual([
       ["api_key.created", "live"],
+      ...(processor === "stripe" ? [["account.cardholder_updated", "live"]] : []),
       ["account.payment_method_updated", "live"],
+      ["account.kyb_updated", "live"],
     ]);
     expectError(await s.request("GET", `/v1/events/${mine.id}`, { key: live }), 404, "not_found");
     expectError(await s.request("GET", `/v1/events?starting_after=${mine.id}`, { key: b.key }), 400, "validation_error");

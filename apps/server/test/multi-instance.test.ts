@@ -101,7 +101,7 @@ describe.runIf(dbKind === "mysql")("two instances on one MariaDB and one Redis",
       expect(issued).toHaveLength(1);
       // Every event once, in the order they were written.
       await stream.until(() => stream.events().length >= 4, "four events");
-      const listed = (await onA("GET", "/v1/events")).body.data.filter((e: any) => !["api_key.created", "account.payment_method_updated"].includes(e.type)).reverse();
+      const listed = (await onA("GET", "/v1/events")).body.data.filter((e: any) => e.type !== "api_key.created" && !e.type.startsWith("account.")).reverse();
       expect(stream.events().map((e) => e.id)).toEqual(listed.map((e: any) => e.id));
       expect(listed.map((e: any) => e.type)).toEqual(["card.created", "approval.created", "approval.approved", "card.created"]);
     } finally {

@@ -20,6 +20,8 @@ export const EVENT_TYPES = [
   "payment.uncollected",
   "processor.attention_needed",
   "account.payment_method_updated",
+  "account.kyb_updated",
+  "account.cardholder_updated",
   "api_key.created",
   "api_key.revoked",
   "policy.updated",

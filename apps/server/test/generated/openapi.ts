@@ -899,7 +899,7 @@ export interface components {
             /** @constant */
             object: "event";
             /** @enum {string} */
-            type: "card.created" | "card.used" | "card.reopened" | "card.closed" | "card.expired" | "approval.created" | "approval.approved" | "approval.rejected" | "approval.expired" | "authorization.approved" | "authorization.declined" | "transaction.created" | "hold.captured" | "hold.released" | "payment.uncollected" | "processor.attention_needed" | "account.payment_method_updated" | "api_key.created" | "api_key.revoked" | "policy.updated" | "webhook_endpoint.created" | "webhook_endpoint.updated" | "webhook_endpoint.secret_rotated" | "webhook_endpoint.disabled" | "webhook_endpoint.enabled" | "webhook_endpoint.deleted" | "webhook_delivery.retried";
+            type: "card.created" | "card.used" | "card.reopened" | "card.closed" | "card.expired" | "approval.created" | "approval.approved" | "approval.rejected" | "approval.expired" | "authorization.approved" | "authorization.declined" | "transaction.created" | "hold.captured" | "hold.released" | "payment.uncollected" | "processor.attention_needed" | "account.payment_method_updated" | "account.kyb_updated" | "account.cardholder_updated" | "api_key.created" | "api_key.revoked" | "policy.updated" | "webhook_endpoint.created" | "webhook_endpoint.updated" | "webhook_endpoint.secret_rotated" | "webhook_endpoint.disabled" | "webhook_endpoint.enabled" | "webhook_endpoint.deleted" | "webhook_delivery.retried";
             /** @description ISO 8601 UTC timestamp */
             created_at: string;
             /** @enum {string} */
@@ -2813,7 +2813,7 @@ export interface operations {
     "events-list": {
         parameters: {
             query?: {
-                type?: "card.created" | "card.used" | "card.reopened" | "card.closed" | "card.expired" | "approval.created" | "approval.approved" | "approval.rejected" | "approval.expired" | "authorization.approved" | "authorization.declined" | "transaction.created" | "hold.captured" | "hold.released" | "payment.uncollected" | "processor.attention_needed" | "account.payment_method_updated" | "api_key.created" | "api_key.revoked" | "policy.updated" | "webhook_endpoint.created" | "webhook_endpoint.updated" | "webhook_endpoint.secret_rotated" | "webhook_endpoint.disabled" | "webhook_endpoint.enabled" | "webhook_endpoint.deleted" | "webhook_delivery.retried";
+                type?: "card.created" | "card.used" | "card.reopened" | "card.closed" | "card.expired" | "approval.created" | "approval.approved" | "approval.rejected" | "approval.expired" | "authorization.approved" | "authorization.declined" | "transaction.created" | "hold.captured" | "hold.released" | "payment.uncollected" | "processor.attention_needed" | "account.payment_method_updated" | "account.kyb_updated" | "account.cardholder_updated" | "api_key.created" | "api_key.revoked" | "policy.updated" | "webhook_endpoint.created" | "webhook_endpoint.updated" | "webhook_endpoint.secret_rotated" | "webhook_endpoint.disabled" | "webhook_endpoint.enabled" | "webhook_endpoint.deleted" | "webhook_delivery.retried";
                 limit?: number;
                 starting_after?: string;
             };
@@ -3030,7 +3030,7 @@ export interface operations {
                     /** @description Where events are POSTed: https://… (http:// only when the server sets WEBHOOK_ALLOW_PRIVATE) */
                     url: string;
                     /** @description The event types to send, or ["*"] for all */
-                    events: ("*" | "card.created" | "card.used" | "card.reopened" | "card.closed" | "card.expired" | "approval.created" | "approval.approved" | "approval.rejected" | "approval.expired" | "authorization.approved" | "authorization.declined" | "transaction.created" | "hold.captured" | "hold.released" | "payment.uncollected" | "processor.attention_needed" | "account.payment_method_updated" | "api_key.created" | "api_key.revoked" | "policy.updated" | "webhook_endpoint.created" | "webhook_endpoint.updated" | "webhook_endpoint.secret_rotated" | "webhook_endpoint.disabled" | "webhook_endpoint.enabled" | "webhook_endpoint.deleted" | "webhook_delivery.retried")[];
+                    events: ("*" | "card.created" | "card.used" | "card.reopened" | "card.closed" | "card.expired" | "approval.created" | "approval.approved" | "approval.rejected" | "approval.expired" | "authorization.approved" | "authorization.declined" | "transaction.created" | "hold.captured" | "hold.released" | "payment.uncollected" | "processor.attention_needed" | "account.payment_method_updated" | "account.kyb_updated" | "account.cardholder_updated" | "api_key.created" | "api_key.revoked" | "policy.updated" | "webhook_endpoint.created" | "webhook_endpoint.updated" | "webhook_endpoint.secret_rotated" | "webhook_endpoint.disabled" | "webhook_endpoint.enabled" | "webhook_endpoint.deleted" | "webhook_delivery.retried")[];
                     description?: string;
                 };
             };
@@ -3175,7 +3175,7 @@ export interface operations {
                     /** @description Where events are POSTed: https://… (http:// only when the server sets WEBHOOK_ALLOW_PRIVATE) */
                     url?: string;
                     /** @description The event types to send, or ["*"] for all */
-                    events?: ("*" | "card.created" | "card.used" | "card.reopened" | "card.closed" | "card.expired" | "approval.created" | "approval.approved" | "approval.rejected" | "approval.expired" | "authorization.approved" | "authorization.declined" | "transaction.created" | "hold.captured" | "hold.released" | "payment.uncollected" | "processor.attention_needed" | "account.payment_method_updated" | "api_key.created" | "api_key.revoked" | "policy.updated" | "webhook_endpoint.created" | "webhook_endpoint.updated" | "webhook_endpoint.secret_rotated" | "webhook_endpoint.disabled" | "webhook_endpoint.enabled" | "webhook_endpoint.deleted" | "webhook_delivery.retried")[];
+                    events?: ("*" | "card.created" | "card.used" | "card.reopened" | "card.closed" | "card.expired" | "approval.created" | "approval.approved" | "approval.rejected" | "approval.expired" | "authorization.approved" | "authorization.declined" | "transaction.created" | "hold.captured" | "hold.released" | "payment.uncollected" | "processor.attention_needed" | "account.payment_method_updated" | "account.kyb_updated" | "account.cardholder_updated" | "api_key.created" | "api_key.revoked" | "policy.updated" | "webhook_endpoint.created" | "webhook_endpoint.updated" | "webhook_endpoint.secret_rotated" | "webhook_endpoint.disabled" | "webhook_endpoint.enabled" | "webhook_endpoint.deleted" | "webhook_delivery.retried")[];
                     /** @description null removes it */
                     description?: string | null;
                     /**

@@ -9,7 +9,7 @@ import { credentialOf } from "./credentials.js";
 import { safeEqual, sha256 } from "./secrets.js";
 import { processorAccount } from "./issuance.js";
 import { callProcessor, toApiError } from "./processor-call.js";
-import { fastRepository, runAtomically } from "../db/fast.js";
+import { fastRepository, runAtomically, type Statement } from "../db/fast.js";
 import type { Processor } from "../processor/types.js";
 import { commitWithEvents, SYSTEM, type Actor } from "./events.js";
 
@@ -215,14 +215,31 @@ export class AccountService {
       updated_at: Date.now(),
       nonce: randomToken(16),
     };
-    await this.accounts.update({ id }, { cardholder: JSON.stringify(details) });
+    const before = await this.get(id);
+    const cardholder = JSON.stringify(details);
+    await this.commitSetupChange({ ...before, cardholder }, this.accounts.updateStatement({ id }, { cardholder }), "account.cardholder_updated");
     return this.get(id);
   }
 
+  /** Marks the account's business verification done or not; a change commits with `account.kyb_updated` in each mode, no change with none. */
   async setKyb(id: string, verified: boolean): Promise<Account> {
-    await this.get(id);
-    await this.accounts.update({ id }, { kyb_verified: verified });
+    const before = await this.get(id);
+    const change: Statement = { sql: "UPDATE accounts SET kyb_verified = ? WHERE id = ? AND kyb_verified = ?", params: [Number(verified), id, Number(!verified)], expect: 1 };
+    await this.commitSetupChange({ ...before, kyb_verified: verified }, change, "account.kyb_updated");
     return this.get(id);
+  }
+
+  /**
+   * An operator's change of the account's set-up, with its event in each mode (the account's
+   * set-up is shared by both), whose object is the set-up after it (setupView: no tax id). The
+   * operator acts as the system. Nothing is announced when the conditional change missed.
+   */
+  private commitSetupChange(after: Account, change: Statement, type: "account.kyb_updated" | "account.cardholder_updated") {
+    return commitWithEvents(
+      this.deps.ds,
+      [change],
+      (["test", "live"] as const).map((mode) => ({ accountId: after.id, mode, type, object: this.setupView(after, mode), actor: SYSTEM })),
+    );
   }
 
   /**
