@@ -142,6 +142,26 @@ describe("webhook endpoints: get, update, enable and disable, rotate the secret"
     expect(descriptions).toContain((await get(endpoint.id, key)).description);
   });
 
+  it("changes and deletions of many endpoints of one account at once, beside card creations: all land, each announced", async () => {
+    const { key, eventsOf } = await account();
+    const ids: string[] = [];
+    for (let i = 0; i < 12; i++) ids.push((await endpointFor(server, receiver, `/many-${i}`, ["policy.updated"], key)).id);
+    const statuses = (answers: { status: number }[]) => answers.map((a) => a.status);
+    // Each writes one endpoint and fans out its event over the others: on MariaDB these deadlocked (500s).
+    const changed = await Promise.all([
+      ...ids.map((id, i) => update(id, i % 2 ? { description: `n${i}` } : { status: "disabled" }, key)),
+      ...ids.map((id) => server.request("POST", `/v1/webhook_endpoints/${id}/rotate_secret`, { body: {}, key })),
+      ...ids.map(() => server.request("POST", "/v1/cards", { body: { amount_cents: 100 }, key })),
+    ]);
+    expect(statuses(changed)).toEqual([...Array(24).fill(200), ...Array(12).fill(201)]);
+    expect(await eventsOf("webhook_endpoint.secret_rotated")).toHaveLength(12);
+    expect((await eventsOf("webhook_endpoint.updated")).length + (await eventsOf("webhook_endpoint.disabled")).length).toBe(12);
+    const deleted = await Promise.all(ids.map((id) => server.request("DELETE", `/v1/webhook_endpoints/${id}`, { key })));
+    expect(statuses(deleted)).toEqual(Array(12).fill(200));
+    expect(await eventsOf("webhook_endpoint.deleted")).toHaveLength(12);
+    expect((await server.request("GET", "/v1/webhook_endpoints", { key })).body.data).toEqual([]);
+  });
+
   it("rotates the secret: both sign during the overlap, then only the new one; the answer replays with its key", async () => {
     const { key, keyId, eventsOf } = await account();
     const endpoint = await endpointFor(server, receiver, "/rotate", ["policy.updated"], key);

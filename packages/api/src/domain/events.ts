@@ -69,9 +69,8 @@ export function eventStatements(ds: DataSource, e: NewEvent): EventStatement[] {
  * statements' results, or null when a conditional statement of the change missed (nothing written).
  * `order: "events_first"` writes the events before the change, so their fan-out sees the webhook
  * endpoints as they were: an endpoint being made or enabled again is not sent its own event.
- * `lead` runs before both: a lock on the row the change writes, taken first, so that concurrent
- * changes of it wait for each other instead of deadlocking (on MySQL the fan-out's read of the
- * endpoints share-locks them, and two such transactions could not both upgrade to write one).
+ * `lead` runs before both: a lock taken first, so that changes that would deadlock queue instead
+ * (see lockEndpointsOf).
  */
 export function commitWithEvents(
   ds: DataSource,

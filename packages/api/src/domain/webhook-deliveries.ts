@@ -115,6 +115,14 @@ export const failPendingStatement = (endpointId: string, why: string, now: numbe
   params: [why, now, endpointId, now],
 });
 
+/**
+ * The first statement of every transaction that writes an account's webhook endpoints: the
+ * account's row locked, so those transactions queue. On MySQL an event's fan-out share-locks the
+ * account's endpoints; two transactions that each write one endpoint and fan out an event would
+ * otherwise deadlock (each holding its own endpoint, waiting for the other's).
+ */
+export const lockEndpointsOf = (accountId: string): Statement => ({ sql: "UPDATE accounts SET id = id WHERE id = ?", params: [accountId] });
+
 /** A claimed attempt: what to send, and where. */
 export interface ClaimedDelivery {
   id: string;
@@ -370,7 +378,8 @@ export class WebhookDeliveryQueue {
       return;
     }
     const disabled = await this.disableStatements(d.endpointId, now);
-    if (!disabled || !(await commitWithEvents(this.ds, [fail, ...disabled.change], [disabled.event]))) await runSql(this.ds, fail.sql, fail.params);
+    if (!disabled || !(await commitWithEvents(this.ds, [fail, ...disabled.change], [disabled.event], "change_first", [lockEndpointsOf(disabled.event.accountId)])))
+      await runSql(this.ds, fail.sql, fail.params);
   }
 
   /**

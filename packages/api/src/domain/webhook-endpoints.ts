@@ -16,7 +16,7 @@ import { actorOf, commitWithEvents, type NewEvent } from "./events.js";
 import { newId } from "./ids.js";
 import { pageOf, type Page, type PageQuery } from "./paging.js";
 import { validationError } from "./validation.js";
-import { failPendingStatement, wakeWorkerHere } from "./webhook-deliveries.js";
+import { failPendingStatement, lockEndpointsOf, wakeWorkerHere } from "./webhook-deliveries.js";
 import { deliveryView, endpointView } from "./webhook-views.js";
 
 const invalidUrl = (message: string) => validationError([{ path: "url", message }]);
@@ -62,9 +62,6 @@ interface EndpointChange {
   fanOut?: "before" | "after";
 }
 
-/** Locks an endpoint's row first in a change's transaction: concurrent changes of it queue instead of deadlocking (see commitWithEvents). */
-const lockRow = (endpointId: string): Statement => ({ sql: "UPDATE webhook_endpoints SET updated_at = updated_at WHERE id = ?", params: [endpointId] });
-
 /** Rotated-out secrets keep signing this long by default (24 hours). */
 const DEFAULT_PREVIOUS_SECRET_SECONDS = 24 * 3600;
 
@@ -81,9 +78,6 @@ export class WebhookEndpointService {
 
   async create(p: Principal, input: { url: string; events: EventChoice[]; description?: string | undefined }): Promise<WebhookEndpoint> {
     const url = await checkedUrl(input.url, this.deps.config.webhooks.allowPrivate);
-    const count = await this.repo.countUsingIndex("ix_webhook_endpoints_list", { account_id: p.accountId, mode: p.mode });
-    if (count >= MAX_WEBHOOK_ENDPOINTS)
-      throw new AppError(409, "limit_exceeded", `An account has at most ${MAX_WEBHOOK_ENDPOINTS} webhook endpoints per mode; delete one first.`, { limit: MAX_WEBHOOK_ENDPOINTS });
     const now = Date.now();
     const row: Omit<WebhookEndpoint, "seq"> = {
       id: newId("we"),
@@ -99,13 +93,23 @@ export class WebhookEndpointService {
       created_at: now,
       updated_at: now,
     };
-    // The event before the endpoint, in one transaction: the account's other endpoints may receive it, the new one does not.
-    await commitWithEvents(
+    // The account's endpoints locked first (lockEndpointsOf), and counted under that lock: creations at once never pass the limit.
+    const lock = lockEndpointsOf(p.accountId);
+    const underLimit: Statement = {
+      sql: `${lock.sql} AND (SELECT COUNT(*) FROM webhook_endpoints WHERE account_id = ? AND mode = ?) < ?`,
+      params: [...lock.params, p.accountId, p.mode, MAX_WEBHOOK_ENDPOINTS],
+      expect: 1,
+    };
+    // The event before the endpoint: the account's other endpoints may receive it, the new one does not.
+    const done = await commitWithEvents(
       this.deps.ds,
       [this.repo.insertStatement(row)],
       [{ accountId: p.accountId, mode: p.mode, type: "webhook_endpoint.created", object: endpointView(row), actor: actorOf(p) }],
       "events_first",
+      [underLimit],
     );
+    if (!done)
+      throw new AppError(409, "limit_exceeded", `An account has at most ${MAX_WEBHOOK_ENDPOINTS} webhook endpoints per mode; delete one first.`, { limit: MAX_WEBHOOK_ENDPOINTS });
     return { ...row, seq: 0 };
   }
 
@@ -200,7 +204,7 @@ export class WebhookEndpointService {
       const endpoint = await this.get(p, id);
       const change = make(endpoint, Math.max(Date.now(), endpoint.updated_at + 1));
       if (!change) return endpoint;
-      if (await commitWithEvents(this.deps.ds, change.steps, change.events, change.fanOut === "after" ? "change_first" : "events_first", [lockRow(endpoint.id)]))
+      if (await commitWithEvents(this.deps.ds, change.steps, change.events, change.fanOut === "after" ? "change_first" : "events_first", [lockEndpointsOf(p.accountId)]))
         return change.next;
     }
   }
@@ -219,6 +223,8 @@ export class WebhookEndpointService {
         { sql: "DELETE FROM webhook_endpoints WHERE id = ?", params: [endpoint.id], expect: 1 },
       ],
       [{ accountId: p.accountId, mode: p.mode, type: "webhook_endpoint.deleted", object: endpointView(endpoint), actor: actorOf(p) }],
+      "change_first",
+      [lockEndpointsOf(p.accountId)],
     );
   }
 
@@ -273,7 +279,7 @@ export class WebhookEndpointService {
         some.map((c) => ({ ...c.step, afterCommit: () => wakeWorkerHere(this.deps.ds) })),
         some.map((c) => c.event),
         "events_first",
-        [lockRow(endpoint.id)],
+        [lockEndpointsOf(p.accountId)],
       );
     // Together, or (when one of them missed) each on its own.
     if (!(await commit(changes)) && changes.length > 1) for (const change of changes) await commit([change]);
