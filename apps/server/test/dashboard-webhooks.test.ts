@@ -159,10 +159,42 @@ describe.skipIf(!haveChromium)(`the Webhooks page (${dbKind})`, () => {
     expect(receiver.invalid).toEqual([]);
   });
 
+  it("Edit changes the URL's event types and description; the API's refusal shows on the form, Cancel leaves it as it was", async () => {
+    const url = `${receiver.url}/ok`;
+    const item = endpointItem(url);
+    await item.getByRole("button", { name: "Edit", exact: true }).click();
+    const form = item.getByRole("form", { name: `Edit ${url}` });
+    expect(await form.getByLabel("URL").inputValue()).toBe(url);
+    expect(await form.getByLabel("card.created", { exact: true }).isChecked()).toBe(true);
+    await form.getByLabel("URL").fill("ftp://example.com/hooks");
+    await form.getByRole("button", { name: "Save changes" }).click();
+    await expect.poll(() => form.getByRole("alert").textContent()).toMatch(/url must start with https:\/\/ or http:\/\//);
+    takeExpected400s(d, 1);
+    await form.getByRole("button", { name: "Cancel" }).click();
+    await form.waitFor({ state: "detached" });
+    expect((await listed()).find((e) => e.url === url)).toMatchObject({ events: ["card.created"], description: null });
+
+    await item.getByRole("button", { name: "Edit", exact: true }).click();
+    expect(await form.getByRole("alert").count()).toBe(0);
+    await form.getByLabel("Description (optional)").fill("orders");
+    await form.getByLabel("policy.updated", { exact: true }).check();
+    await d.shoot("webhooks-edit");
+    await form.getByRole("button", { name: "Save changes" }).click();
+    await form.waitFor({ state: "detached" });
+    await item.getByText("card.created, policy.updated").waitFor();
+    await item.getByText("orders", { exact: true }).waitFor();
+    const endpoint = (await listed()).find((e) => e.url === url);
+    expect(endpoint).toMatchObject({ events: ["card.created", "policy.updated"], description: "orders", status: "enabled" });
+    const [updated] = (await api("GET", "/v1/events?type=webhook_endpoint.updated")).body.data;
+    expect(updated).toMatchObject({ actor: { type: "owner" }, data: { object: { id: endpoint.id, description: "orders" } } });
+  });
+
   it("Disable asks first and stops deliveries, Enable resumes them; Rotate secret shows the new one once and both secrets sign", async () => {
     const url = `${receiver.url}/down`;
     const item = endpointItem(url);
     const endpoint = (await listed()).find((e) => e.url === url);
+    const deliveries = async () => (await api("GET", `/v1/webhook_endpoints/${endpoint.id}/deliveries`)).body.data as any[];
+    const had = (await deliveries()).length;
     await item.getByRole("button", { name: "Disable", exact: true }).click();
     await item.getByRole("group", { name: "Disable" }).getByRole("button", { name: "Disable endpoint" }).click();
     await item.getByText("disabled", { exact: true }).waitFor();
@@ -172,7 +204,7 @@ describe.skipIf(!haveChromium)(`the Webhooks page (${dbKind})`, () => {
     expect(off.data.object).toMatchObject({ id: endpoint.id, status: "disabled" });
     const before = receiver.at("/down").length;
     await newCard("While disabled");
-    expect((await api("GET", `/v1/webhook_endpoints/${endpoint.id}/deliveries`)).body.data).toHaveLength(1);
+    expect(await deliveries()).toHaveLength(had);
 
     await item.getByRole("button", { name: "Enable", exact: true }).click();
     await item.getByText("enabled", { exact: true }).waitFor();

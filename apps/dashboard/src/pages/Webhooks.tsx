@@ -12,30 +12,40 @@ type Created = Awaited<ReturnType<typeof trpc.webhookEndpoints.create.mutate>>;
 type EventChoice = Parameters<typeof trpc.webhookEndpoints.create.mutate>[0]["events"][number];
 type EventType = Exclude<EventChoice, "*">;
 
-/** The account's webhook endpoints: add one (its signing secret shown once, never stored here), its deliveries and retries, delete. */
+/** What the endpoint forms edit: the URL, the description, and all events or the chosen types. */
+interface Fields {
+  url: string;
+  description: string;
+  all: boolean;
+  chosen: EventType[];
+}
+const EMPTY: Fields = { url: "", description: "", all: true, chosen: [] };
+const fieldsOf = (e: Endpoint): Fields => ({
+  url: e.url,
+  description: e.description ?? "",
+  all: e.events.includes("*"),
+  chosen: e.events.filter((t): t is EventType => t !== "*"),
+});
+const eventsOf = (f: Fields): EventChoice[] => (f.all ? ["*"] : f.chosen);
+
+/** The account's webhook endpoints: add one (its signing secret shown once, never stored here), change, disable, rotate its secret, its deliveries and retries, delete. */
 export function Webhooks() {
   const client = useQueryClient();
   const mode = useMode();
   const endpoints = useQuery({ queryKey: ["webhook_endpoints"], queryFn: () => trpc.webhookEndpoints.list.query({ limit: 100 }) });
-  const [url, setUrl] = useState("");
-  const [description, setDescription] = useState("");
-  const [all, setAll] = useState(true);
-  const [chosen, setChosen] = useState<EventType[]>([]);
+  const [fields, setFields] = useState<Fields>(EMPTY);
   // The new endpoint's secret lives in this component's state only, until "Done" or leaving the page.
   const [created, setCreated] = useState<Created | null>(null);
   const create = useMutation({
     mutationFn: () =>
       trpc.webhookEndpoints.create.mutate({
-        url: url.trim(),
-        events: all ? ["*"] : chosen,
-        ...(description.trim() ? { description: description.trim() } : {}),
+        url: fields.url.trim(),
+        events: eventsOf(fields),
+        ...(fields.description.trim() ? { description: fields.description.trim() } : {}),
       }),
     onSuccess: (endpoint) => {
       setCreated(endpoint);
-      setUrl("");
-      setDescription("");
-      setAll(true);
-      setChosen([]);
+      setFields(EMPTY);
       void client.invalidateQueries({ queryKey: ["webhook_endpoints"] });
     },
   });
@@ -43,7 +53,6 @@ export function Webhooks() {
     e.preventDefault();
     create.mutate();
   };
-  const toggle = (type: EventType, on: boolean) => setChosen((c) => (on ? [...c, type] : c.filter((t) => t !== type)));
 
   return (
     <section aria-labelledby="webhooks-title">
@@ -54,35 +63,7 @@ export function Webhooks() {
       {/* noValidate: the API checks the URL (https, public address) and its message shows below. */}
       <form onSubmit={submit} className="card-form" noValidate>
         <h2>New endpoint</h2>
-        <label>
-          URL
-          <input type="url" inputMode="url" value={url} maxLength={2048} placeholder="https://example.com/webhooks" onChange={(e) => setUrl(e.target.value)} />
-        </label>
-        <label>
-          Description (optional)
-          <input value={description} maxLength={500} placeholder="order system" onChange={(e) => setDescription(e.target.value)} />
-        </label>
-        <fieldset className="events">
-          <legend>Events</legend>
-          <label className="check">
-            <input type="radio" name="event-scope" checked={all} onChange={() => setAll(true)} />
-            All events
-          </label>
-          <label className="check">
-            <input type="radio" name="event-scope" checked={!all} onChange={() => setAll(false)} />
-            Only the events chosen below
-          </label>
-          {!all && (
-            <div className="event-types">
-              {EVENT_TYPES.map((type) => (
-                <label key={type} className="check">
-                  <input type="checkbox" checked={chosen.includes(type)} onChange={(e) => toggle(type, e.target.checked)} />
-                  <code>{type}</code>
-                </label>
-              ))}
-            </div>
-          )}
-        </fieldset>
+        <EndpointFields value={fields} onChange={setFields} scope="new" />
         <ErrorNote error={create.error} />
         <button type="submit" disabled={create.isPending}>
           Add endpoint
@@ -108,6 +89,45 @@ export function Webhooks() {
   );
 }
 
+/** An endpoint's URL, description and event types; `scope` names its radio group (one per form on the page). */
+function EndpointFields({ value, onChange, scope }: { value: Fields; onChange: (f: Fields) => void; scope: string }) {
+  const set = (change: Partial<Fields>) => onChange({ ...value, ...change });
+  const toggle = (type: EventType, on: boolean) => set({ chosen: on ? [...value.chosen, type] : value.chosen.filter((t) => t !== type) });
+  return (
+    <>
+      <label>
+        URL
+        <input type="url" inputMode="url" value={value.url} maxLength={2048} placeholder="https://example.com/webhooks" onChange={(e) => set({ url: e.target.value })} />
+      </label>
+      <label>
+        Description (optional)
+        <input value={value.description} maxLength={500} placeholder="order system" onChange={(e) => set({ description: e.target.value })} />
+      </label>
+      <fieldset className="events">
+        <legend>Events</legend>
+        <label className="check">
+          <input type="radio" name={`event-scope-${scope}`} checked={value.all} onChange={() => set({ all: true })} />
+          All events
+        </label>
+        <label className="check">
+          <input type="radio" name={`event-scope-${scope}`} checked={!value.all} onChange={() => set({ all: false })} />
+          Only the events chosen below
+        </label>
+        {!value.all && (
+          <div className="event-types">
+            {EVENT_TYPES.map((type) => (
+              <label key={type} className="check">
+                <input type="checkbox" checked={value.chosen.includes(type)} onChange={(e) => toggle(type, e.target.checked)} />
+                <code>{type}</code>
+              </label>
+            ))}
+          </div>
+        )}
+      </fieldset>
+    </>
+  );
+}
+
 function EndpointItem({ endpoint }: { endpoint: Endpoint }) {
   const client = useQueryClient();
   const [open, setOpen] = useState(false);
@@ -117,6 +137,20 @@ function EndpointItem({ endpoint }: { endpoint: Endpoint }) {
     mutationFn: () => trpc.webhookEndpoints.update.mutate({ id: endpoint.id, status: endpoint.status === "enabled" ? "disabled" : "enabled" }),
     onSuccess: refresh,
   });
+  // The edit form's fields while it is open.
+  const [editing, setEditing] = useState<Fields | null>(null);
+  const save = useMutation({
+    mutationFn: (f: Fields) =>
+      trpc.webhookEndpoints.update.mutate({ id: endpoint.id, url: f.url.trim(), events: eventsOf(f), description: f.description.trim() || null }),
+    onSuccess: () => {
+      setEditing(null);
+      void refresh();
+    },
+  });
+  const submit = (e: FormEvent) => {
+    e.preventDefault();
+    if (editing) save.mutate(editing);
+  };
   // The new secret lives in this component's state only, until "Done" or leaving the page.
   const [rotated, setRotated] = useState<Created | null>(null);
   const rotate = useMutation({
@@ -150,11 +184,37 @@ function EndpointItem({ endpoint }: { endpoint: Endpoint }) {
           signed with both secrets, so your receiver keeps verifying while you switch it to this one.
         </SecretOnce>
       )}
+      {editing && (
+        <form onSubmit={submit} className="card-form" aria-label={`Edit ${endpoint.url}`} noValidate>
+          <EndpointFields value={editing} onChange={setEditing} scope={endpoint.id} />
+          <ErrorNote error={save.error} />
+          <div className="actions">
+            <button type="submit" disabled={save.isPending}>
+              Save changes
+            </button>
+            <button type="button" className="secondary" onClick={() => setEditing(null)}>
+              Cancel
+            </button>
+          </div>
+        </form>
+      )}
       <ErrorNote error={remove.error ?? toggle.error ?? rotate.error} />
       <div className="actions">
         <button type="button" className="secondary" aria-expanded={open} onClick={() => setOpen(!open)}>
           {open ? "Hide deliveries" : "Deliveries"}
         </button>
+        {!editing && (
+          <button
+            type="button"
+            className="secondary"
+            onClick={() => {
+              save.reset(); // the last attempt's refusal is not this one's
+              setEditing(fieldsOf(endpoint));
+            }}
+          >
+            Edit
+          </button>
+        )}
         {endpoint.status === "disabled" ? (
           <button type="button" className="secondary" disabled={toggle.isPending} onClick={() => toggle.mutate()}>
             Enable
