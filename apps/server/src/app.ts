@@ -112,7 +112,7 @@ export async function buildApp(config: Config, opts: AppOptions = {}) {
   registerDocs(app, config.publicUrl);
   registerSimulatedProcessor(app, processors.simulated);
   registerTransports(app, services);
-  registerEventStream(app, services, config.eventStreamHeartbeatMs);
+  registerEventStream(app, services, { heartbeatMs: config.eventStreamHeartbeatMs, pollMs: config.eventStreamPollMs });
   registerMcp(app, config.publicUrl);
   registerOwnerSessions(app, services, config.publicUrl);
   const dashboardPage = await registerDashboard(app, { stripe: config.processor === "stripe" });

@@ -34,6 +34,8 @@ export interface Config {
   maintenanceIntervalMs: number;
   /** Interval of the comment lines that keep an idle event stream (GET /v1/events/stream) open through proxies. */
   eventStreamHeartbeatMs: number;
+  /** How often an event stream looks for events committed on other instances (this instance's wake it at once). */
+  eventStreamPollMs: number;
   /** WEBHOOK_ALLOW_PRIVATE: webhook endpoints may use http:// and loopback/private addresses (tests, LANs). */
   webhookAllowPrivate: boolean;
   /** Longest a webhook attempt may take for a whole answer. */
@@ -162,6 +164,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, isTTY: boolean 
     webhookRetryWindowMs: int(env, "WEBHOOK_RETRY_WINDOW_MS", 3 * 24 * 3600 * 1000, 1),
     webhookPollMs: int(env, "WEBHOOK_POLL_MS", 500, 10),
     eventStreamHeartbeatMs: int(env, "EVENT_STREAM_HEARTBEAT_MS", 15000, 100),
+    eventStreamPollMs: int(env, "EVENT_STREAM_POLL_MS", 500, 10),
     logLevel,
     logFormat,
   };

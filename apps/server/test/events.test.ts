@@ -507,6 +507,30 @@ describe(`events (${dbKind}, ${processor})`, () => {
   });
 });
 
+describe(`event streams woken by this instance's commits (${dbKind})`, () => {
+  it("send an event committed on their instance at once, though they poll only hourly; another account's commit wakes none", async () => {
+    const s = await startServer({ EVENT_STREAM_POLL_MS: "3600000" });
+    try {
+      const other = await (await s.newAccount()).key();
+      const stream = await openStream(s.url, s.apiKey, { query: "?types=card.created,policy.updated" });
+      try {
+        await stream.until((m) => m.some((x) => x.comment === "connected"), "the stream's start");
+        // The first read runs at once; after it, only a commit here brings the next.
+        await s.request("POST", "/v1/cards", { body: { amount_cents: 100 }, key: other });
+        const mine = await s.request("POST", "/v1/cards", { body: { amount_cents: 200 } });
+        expect((await stream.waitForEvent("card.created")).data.object.id).toBe(mine.body.id);
+        await s.request("PUT", "/v1/policies/default", { body: { max_amount_cents: 40000 } });
+        await stream.waitForEvent("policy.updated");
+        expect(stream.events().map((e) => e.type)).toEqual(["card.created", "policy.updated"]);
+      } finally {
+        await stream.close();
+      }
+    } finally {
+      await s.close();
+    }
+  });
+});
+
 describe(`event streams and the server's lifetime (${dbKind})`, () => {
   it("outlive REQUEST_TIMEOUT_MS, and end when the server closes", async () => {
     const s = await startServer({ REQUEST_TIMEOUT_MS: "1000", EVENT_STREAM_HEARTBEAT_MS: "100" });

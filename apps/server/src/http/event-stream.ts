@@ -2,8 +2,6 @@ import { AppError, eventView, schemas, type Services } from "@cardctl/api";
 import type { FastifyInstance } from "fastify";
 import { resetAsTimestamp } from "./rate-limit.js";
 
-/** How often a stream looks for new events in the outbox. */
-const POLL_MS = 500;
 /** A client this far behind (bytes queued on its socket) is dropped; it resumes with Last-Event-ID. */
 const MAX_BUFFERED = 1024 * 1024;
 
@@ -35,12 +33,13 @@ function checkMode(raw: unknown, mode: string) {
 /**
  * GET /v1/events/stream: the account's new events (of the key's mode) as Server-Sent Events, one
  * `id: <cursor>` / `data: <event JSON>` message each; `?types=` filters, `?mode=` picks the mode of an owner's session, `Last-Event-ID` (a
- * cursor, or an event's id) resumes after that event (see EventFeed). Read from the outbox (EventFeed), so events written by any instance arrive.
+ * cursor, or an event's id) resumes after that event (see EventFeed). Read from the outbox (EventFeed), so events written by any instance arrive:
+ * those committed on this instance at once (the stream is woken), the others at its next poll (every `pollMs`).
  * Comment lines every `heartbeatMs` keep idle proxies from closing it. A request timeout never
  * ends it (Node's requestTimeout covers receiving the request only); the client's disconnect and
  * the server's close do.
  */
-export function registerEventStream(app: FastifyInstance, services: Services, heartbeatMs: number) {
+export function registerEventStream(app: FastifyInstance, services: Services, opts: { heartbeatMs: number; pollMs: number }) {
   const open = new Set<() => void>();
   // Streams never end by themselves, and closing the server waits for open requests.
   app.addHook("preClose", async () => {
@@ -76,14 +75,20 @@ export function registerEventStream(app: FastifyInstance, services: Services, he
       ended = true;
       clearTimeout(timer);
       clearInterval(heartbeat);
+      unwatch();
       open.delete(end);
       res.end();
     };
     open.add(end);
     res.on("close", end);
-    const heartbeat = setInterval(() => res.write(": ping\n\n"), heartbeatMs);
+    const heartbeat = setInterval(() => res.write(": ping\n\n"), opts.heartbeatMs);
 
+    // One read of the feed at a time; a wake during one makes another right after it.
+    let reading = false;
+    let again = false;
     const poll = async () => {
+      clearTimeout(timer);
+      reading = true;
       try {
         for (const { event, cursor } of await feed.next()) {
           if (ended) return;
@@ -93,10 +98,21 @@ export function registerEventStream(app: FastifyInstance, services: Services, he
         // The client reconnects (retry:) and resumes from its Last-Event-ID.
         req.log.error({ err }, "event stream failed");
         return end();
+      } finally {
+        reading = false;
       }
       if (res.writableLength > MAX_BUFFERED) return end();
-      if (!ended) timer = setTimeout(poll, POLL_MS);
+      if (ended) return;
+      if (again) {
+        again = false;
+        void poll();
+      } else timer = setTimeout(poll, opts.pollMs);
     };
+    const unwatch = services.events.watch(principal, () => {
+      if (ended) return;
+      if (reading) again = true;
+      else void poll();
+    });
     void poll();
   });
 }

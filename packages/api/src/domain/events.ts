@@ -61,8 +61,13 @@ export function eventStatements(ds: DataSource, e: NewEvent): EventStatement[] {
     data: JSON.stringify(e.object),
     created_at: Date.now(),
   };
-  return [fastRepository(ds, EventEntity).insertStatement(row), ...fanOuts.flatMap((f) => f(ds, row))];
+  const insert: EventStatement = { ...fastRepository(ds, EventEntity).insertStatement(row), afterCommit: () => committedHere.get(ds)?.get(scopeKey(row.account_id, row.mode))?.forEach((wake) => wake()) };
+  return [insert, ...fanOuts.flatMap((f) => f(ds, row))];
 }
+
+/** Who waits for the events committed on this instance, per database, by account and mode (event streams). */
+const committedHere = new WeakMap<DataSource, Map<string, Set<() => void>>>();
+const scopeKey = (accountId: string, mode: Mode) => `${accountId}:${mode}`;
 
 /**
  * Runs a state change and its events as one transaction (the change's statements first): the
@@ -123,6 +128,23 @@ export class EventService {
   /** A live reader of the key's account and mode (GET /v1/events/stream), see EventFeed. */
   feed(p: Principal, opts: { lastEventId?: string; types?: EventType[] }): Promise<EventFeed> {
     return EventFeed.open(this.deps, p, opts);
+  }
+
+  /**
+   * Calls `wake` after each event of the key's account and mode commits on this instance, so a
+   * stream reads it at once rather than at its next poll (events of other instances still come by
+   * polling). Returns the end of the watch.
+   */
+  watch(p: Principal, wake: () => void): () => void {
+    const byScope = committedHere.get(this.deps.ds) ?? new Map<string, Set<() => void>>();
+    committedHere.set(this.deps.ds, byScope);
+    const key = scopeKey(p.accountId, p.mode);
+    const waiting = byScope.get(key) ?? new Set();
+    byScope.set(key, waiting.add(wake));
+    return () => {
+      waiting.delete(wake);
+      if (waiting.size === 0 && byScope.get(key) === waiting) byScope.delete(key);
+    };
   }
 
   async find(p: Principal, id: string): Promise<EventRecord> {
