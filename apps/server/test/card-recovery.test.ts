@@ -122,6 +122,18 @@ describe(`card recovery queue (${dbKind})`, () => {
     expect((await s.admin("GET", `/cards/attention?account_id=${account.id}`)).body.data).toEqual([]);
   });
 
+  it("a card whose follow-up something else finished (a processor's webhook) leaves the operator's list", async () => {
+    const account = await s.newAccount();
+    const key = await account.key();
+    const id = await closedWithFault(key, "revoke");
+    await s.query("UPDATE cards SET recovery_attempts = 8, recovery_error = 'revoke failed', needs_attention = 1 WHERE id = ?", [id]);
+    expect((await s.admin("GET", `/cards/attention?account_id=${account.id}`)).body.data.map((c: any) => c.id)).toEqual([id]);
+    // As a processor's webhook leaves it: the card canceled there (revoked), its hold released.
+    await s.query("UPDATE cards SET revoked_at = ?, hold_status = 'RELEASED' WHERE id = ?", [Date.now(), id]);
+    expect((await s.admin("GET", `/cards/attention?account_id=${account.id}`)).body.data).toEqual([]);
+    expect((await s.admin("GET", "/cards/attention")).body.data.map((c: any) => c.id)).not.toContain(id);
+  });
+
   it("a full batch of failing cards does not starve a healthy one behind it (no head-of-line blocking)", async () => {
     const account = await s.newAccount();
     const key = await account.key();

@@ -1,4 +1,4 @@
-import { In, IsNull, LessThanOrEqual, Not, Or } from "typeorm";
+import { In, IsNull, LessThanOrEqual, Not, Or, type FindOptionsWhere } from "typeorm";
 import { affected } from "../db/datasource.js";
 import { CardEntity, type Account, type Approval, type Card, type Mode } from "../db/entities.js";
 import { missingSetup, type AccountService } from "./accounts.js";
@@ -37,6 +37,20 @@ const VISIBLE: Card["status"][] = ["OPEN", "USED", "CLOSED"];
 
 /** Cards the recovery queue may try now: not left to an operator, and not waiting out a backoff. */
 export const dueForRecovery = () => ({ needs_attention: false, recovery_next_at: Or(IsNull(), LessThanOrEqual(Date.now())) });
+
+/**
+ * Cards whose processor follow-up is outstanding (each shape also given `scope`): what the
+ * recovery pass works on, and what the operator's attention list shows, so a card whose follow-up
+ * something else finished (a processor's webhook, the owner's close) leaves that list.
+ */
+const followUpOutstanding = (scope: FindOptionsWhere<Card>): FindOptionsWhere<Card>[] => [
+  { ...scope, status: "CLOSED", revoked_at: IsNull() },
+  { ...scope, status: In(["CLOSED", "FAILED"]), hold_status: In(["OPEN", "PENDING"]) },
+  // Failed while a card may have been minted for it (see CardIssuer.revokeLostMint).
+  { ...scope, status: "FAILED", revoked_at: IsNull() },
+  // Settled (its hold captured): nothing more may be authorized on it.
+  { ...scope, status: "USED", hold_status: "CAPTURED", revoked_at: IsNull(), processor_card_id: Not(IsNull()) },
+];
 
 /**
  * Held amount and open cards from the account's counters in card_balances, uncollected money from
@@ -201,16 +215,8 @@ export class CardService {
    * never hold back the others (see followUp).
    */
   async settleLeftovers(): Promise<number> {
-    const due = dueForRecovery();
     const rows = await this.repo.find({
-      where: [
-        { ...due, status: "CLOSED", revoked_at: IsNull() },
-        { ...due, status: In(["CLOSED", "FAILED"]), hold_status: In(["OPEN", "PENDING"]) },
-        // Failed while a card may have been minted for it (see CardIssuer.revokeLostMint).
-        { ...due, status: "FAILED", revoked_at: IsNull() },
-        // Settled (its hold captured): nothing more may be authorized on it.
-        { ...due, status: "USED", hold_status: "CAPTURED", revoked_at: IsNull(), processor_card_id: Not(IsNull()) },
-      ],
+      where: followUpOutstanding(dueForRecovery()),
       // Both databases sort NULL (never failed) first.
       order: { recovery_next_at: "ASC", seq: "ASC" },
       take: 100,
@@ -271,9 +277,9 @@ export class CardService {
     );
   }
 
-  /** Cards whose processor follow-up needs an operator, newest first (at most 100). */
+  /** Cards whose processor follow-up needs an operator (and is still outstanding), newest first (at most 100). */
   needingAttention(accountId?: string): Promise<Card[]> {
-    return this.repo.find({ where: { needs_attention: true, ...(accountId ? { account_id: accountId } : {}) }, order: { seq: "DESC" }, take: 100 });
+    return this.repo.find({ where: followUpOutstanding({ needs_attention: true, ...(accountId ? { account_id: accountId } : {}) }), order: { seq: "DESC" }, take: 100 });
   }
 
   /**
