@@ -61,13 +61,14 @@ export function eventStatements(ds: DataSource, e: NewEvent): EventStatement[] {
     data: JSON.stringify(e.object),
     created_at: Date.now(),
   };
-  const insert: EventStatement = { ...fastRepository(ds, EventEntity).insertStatement(row), afterCommit: () => committedHere.get(ds)?.get(scopeKey(row.account_id, row.mode))?.forEach((wake) => wake()) };
+  const insert: EventStatement = { ...fastRepository(ds, EventEntity).insertStatement(row), afterCommit: () => wakeWatchers(ds, row.account_id, row.mode) };
   return [insert, ...fanOuts.flatMap((f) => f(ds, row))];
 }
 
-/** Who waits for the events committed on this instance, per database, by account and mode (event streams). */
+/** Who waits for the events committed on this instance, per database, by account and mode (event streams, EventService.watch). */
 const committedHere = new WeakMap<DataSource, Map<string, Set<() => void>>>();
 const scopeKey = (accountId: string, mode: Mode) => `${accountId}:${mode}`;
+const wakeWatchers = (ds: DataSource, accountId: string, mode: Mode) => committedHere.get(ds)?.get(scopeKey(accountId, mode))?.forEach((wake) => wake());
 
 /**
  * Runs a state change and its events as one transaction (the change's statements first): the
