@@ -6,7 +6,7 @@ import { backoffMs } from "./backoff.js";
 import type { Deps } from "./deps.js";
 import { addEventFanOut, commitWithEvents, eventView, SYSTEM, type EventStatement } from "./events.js";
 import { randomToken } from "./ids.js";
-import { endpointView } from "./webhook-views.js";
+import { endpointView, previousSecretUntil } from "./webhook-views.js";
 
 /** Retries are at most this far apart (the doubling stops there). */
 const MAX_RETRY_DELAY_MS = 6 * 3600 * 1000;
@@ -38,8 +38,7 @@ interface SigningEndpoint {
 }
 
 /** The secrets a delivery is signed with now: the endpoint's, and the previous one until its rotation's overlap ends. */
-const signingSecrets = (e: SigningEndpoint): string[] =>
-  e.previous_secret !== null && Number(e.previous_secret_expires_at) > Date.now() ? [e.secret, e.previous_secret] : [e.secret];
+const signingSecrets = (e: SigningEndpoint): string[] => (previousSecretUntil(e) === null ? [e.secret] : [e.secret, e.previous_secret!]);
 
 /** The queue whose worker runs on this instance, per database: it sends what is committed here. */
 const sendingHere = new WeakMap<DataSource, WebhookDeliveryQueue>();

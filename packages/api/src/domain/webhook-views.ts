@@ -1,18 +1,30 @@
 import type { WebhookDelivery, WebhookEndpoint } from "../db/entities.js";
 import { isoTime } from "./ids.js";
 
+/**
+ * Until when the secret a rotation replaced still signs the endpoint's deliveries (ms), or null when
+ * none does. Raw rows may carry the time as a string.
+ */
+export const previousSecretUntil = (e: { previous_secret: string | null; previous_secret_expires_at: number | string | null }): number | null => {
+  const until = Number(e.previous_secret_expires_at);
+  return e.previous_secret !== null && until > Date.now() ? until : null;
+};
+
 /** A webhook endpoint as the API shows it: never its secret (shown once, by create). */
-export const endpointView = (e: Omit<WebhookEndpoint, "seq">) => ({
-  id: e.id,
-  url: e.url,
-  events: JSON.parse(e.events) as string[],
-  description: e.description,
-  status: e.status,
-  mode: e.mode,
-  previous_secret_expires_at: e.previous_secret !== null && e.previous_secret_expires_at !== null && e.previous_secret_expires_at > Date.now() ? isoTime(e.previous_secret_expires_at) : null,
-  created_at: isoTime(e.created_at),
-  updated_at: isoTime(e.updated_at),
-});
+export const endpointView = (e: Omit<WebhookEndpoint, "seq">) => {
+  const previousUntil = previousSecretUntil(e);
+  return {
+    id: e.id,
+    url: e.url,
+    events: JSON.parse(e.events) as string[],
+    description: e.description,
+    status: e.status,
+    mode: e.mode,
+    previous_secret_expires_at: previousUntil === null ? null : isoTime(previousUntil),
+    created_at: isoTime(e.created_at),
+    updated_at: isoTime(e.updated_at),
+  };
+};
 
 /** A delivery as the API shows it. */
 export const deliveryView = (d: WebhookDelivery) => ({
