@@ -69,6 +69,13 @@ const AUTHORIZATION_ALONE = "issuing_authorization.request alone";
 const HELPER_ALONE = "POST /v1/test_helpers/cards/:id/authorizations alone";
 const WEBHOOKS_NONE = "POST /v1/cards, no webhook endpoints";
 const WEBHOOKS_THREE = "POST /v1/cards, 3 webhook endpoints (1 hanging)";
+/** The node flags `npm start` gives the server (the root package.json's start script): the bench runs it the same way. */
+const START_FLAGS = (() => {
+  const start: string = JSON.parse(readFileSync(resolve(ROOT, "package.json"), "utf8")).scripts.start;
+  const m = /\bnode ((?:--\S+ )*)apps\/server\/dist\/main\.js/.exec(start);
+  if (!m) throw new Error(`The start script no longer runs node apps/server/dist/main.js: ${start}`);
+  return m[1]!.split(" ").filter(Boolean);
+})();
 
 // ---------------------------------------------------------------- processes
 
@@ -782,7 +789,7 @@ async function runDatabase(kind: "sqlite" | "mysql", stamp: string, withMemory: 
         WEBHOOK_ALLOW_PRIVATE: "1",
       },
       /cardctl listening on ([^\s"]+)/,
-      CPU_PROF ? ["--cpu-prof", `--cpu-prof-dir=${resolve(CPU_PROF)}`] : [],
+      [...START_FLAGS, ...(CPU_PROF ? ["--cpu-prof", `--cpu-prof-dir=${resolve(CPU_PROF)}`] : [])],
     );
     const pid = server.child.pid!;
     sampler = setInterval(() => (peak = Math.max(peak, rssMb(pid))), 500);

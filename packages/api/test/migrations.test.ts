@@ -4,6 +4,8 @@ import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { createDataSource, migrate } from "../src/db/datasource.js";
 import { PARTIAL_CARD_INDEXES } from "../src/db/migrations/1732700000000-partial-indexes.js";
+import { CARD_FOLLOW_UP } from "../src/db/migrations/1734200000000-card-sweep-indexes.js";
+import { DUE_FOR_RECOVERY } from "../src/domain/cards.js";
 
 describe("migrations (SQLite)", () => {
   const dir = mkdtempSync(join(tmpdir(), "cardctl-migrations-"));
@@ -18,6 +20,17 @@ describe("migrations (SQLite)", () => {
       const rows: { name: string; sql: string }[] = await ds.query("SELECT name, sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'cards'");
       const sqlOf = new Map(rows.map((r) => [r.name, r.sql]));
       for (const [name, , , where] of PARTIAL_CARD_INDEXES) expect(sqlOf.get(name), name).toContain(`WHERE ${where}`);
+      expect(sqlOf.get("ix_cards_expiry")).toContain("WHERE revoked_at IS NULL");
+      expect(sqlOf.get("ix_cards_follow_up")).toContain(`WHERE ${CARD_FOLLOW_UP}`);
+      // The sweeps' queries, as CardService and LifecycleService send them, read these partial indexes.
+      const planOf = async (sql: string, params: unknown[]) =>
+        ((await ds.query(`EXPLAIN QUERY PLAN ${sql}`, params)) as { detail: string }[]).map((p) => p.detail).join();
+      const followUp = `SELECT * FROM cards WHERE (${CARD_FOLLOW_UP})`;
+      expect(await planOf(`${followUp} AND ${DUE_FOR_RECOVERY} ORDER BY recovery_next_at ASC, seq ASC LIMIT 100`, [1])).toContain("ix_cards_follow_up");
+      const attention = `SELECT * FROM cards INDEXED BY ix_cards_follow_up WHERE (${CARD_FOLLOW_UP}) AND needs_attention = 1 AND account_id = ? ORDER BY seq DESC LIMIT 100`;
+      expect(await planOf(attention, ["acct_x"])).toContain("ix_cards_follow_up");
+      expect(await planOf(`SELECT * FROM cards WHERE status = ? AND revoked_at IS NULL AND expires_at < ? LIMIT 100`, ["OPEN", 1])).toContain("ix_cards_expiry");
+      expect(await planOf(`SELECT * FROM cards WHERE status = 'USED' AND revoked_at IS NULL AND expires_at <= ? AND ${DUE_FOR_RECOVERY} LIMIT 100`, [1, 1])).toContain("ix_cards_expiry");
       // The claim's UPDATE … WHERE id IN (…) AND status = 'pending' must take the id's index, not read every pending row.
       const [pending] = await ds.query("SELECT sql FROM sqlite_master WHERE name = 'ix_webhook_deliveries_pending'");
       expect(pending.sql).toContain("WHERE status = 'pending'");

@@ -1,4 +1,4 @@
-import { In, IsNull, LessThanOrEqual, Not, Or, type FindOptionsWhere } from "typeorm";
+import { In, IsNull } from "typeorm";
 import { affected } from "../db/datasource.js";
 import { CardEntity, type Account, type Approval, type Card, type Mode } from "../db/entities.js";
 import { missingSetup, type AccountService } from "./accounts.js";
@@ -16,6 +16,7 @@ import { decideIssuance, type IssuanceDecision, type IssuanceRequest } from "./r
 import type { Processor, ProcessorAccount } from "../processor/types.js";
 import { attentionCardView, cardListView, type PublicCardStatus } from "./views.js";
 import { fastRepository, queryRows } from "../db/fast.js";
+import { CARD_FOLLOW_UP } from "../db/migrations/1734200000000-card-sweep-indexes.js";
 import { commitWithEvents, actorOf, SYSTEM, type Actor } from "./events.js";
 
 export interface CreateCardInput {
@@ -35,22 +36,15 @@ interface ProcessorOf {
 
 const VISIBLE: Card["status"][] = ["OPEN", "USED", "CLOSED"];
 
-/** Cards the recovery queue may try now: not left to an operator, and not waiting out a backoff. */
-export const dueForRecovery = () => ({ needs_attention: false, recovery_next_at: Or(IsNull(), LessThanOrEqual(Date.now())) });
+/** Cards the recovery queue may try now (one parameter: now): not left to an operator, and not waiting out a backoff. */
+export const DUE_FOR_RECOVERY = "needs_attention = 0 AND (recovery_next_at IS NULL OR recovery_next_at <= ?)";
 
 /**
- * Cards whose processor follow-up is outstanding (each shape also given `scope`): what the
- * recovery pass works on, and what the operator's attention list shows, so a card whose follow-up
- * something else finished (a processor's webhook, the owner's close) leaves that list.
+ * Cards whose processor follow-up is outstanding: what the recovery pass works on, and what the
+ * operator's attention list shows, so a card whose follow-up something else finished (a processor's
+ * webhook, the owner's close) leaves that list. Written as its index's condition, word for word.
  */
-const followUpOutstanding = (scope: FindOptionsWhere<Card>): FindOptionsWhere<Card>[] => [
-  { ...scope, status: "CLOSED", revoked_at: IsNull() },
-  { ...scope, status: In(["CLOSED", "FAILED"]), hold_status: In(["OPEN", "PENDING"]) },
-  // Failed while a card may have been minted for it (see CardIssuer.revokeLostMint).
-  { ...scope, status: "FAILED", revoked_at: IsNull() },
-  // Settled (its hold captured): nothing more may be authorized on it.
-  { ...scope, status: "USED", hold_status: "CAPTURED", revoked_at: IsNull(), processor_card_id: Not(IsNull()) },
-];
+const FOLLOW_UP_OUTSTANDING = `(${CARD_FOLLOW_UP})`;
 
 /**
  * Held amount and open cards from the account's counters in card_balances, uncollected money from
@@ -215,12 +209,8 @@ export class CardService {
    * never hold back the others (see followUp).
    */
   async settleLeftovers(): Promise<number> {
-    const rows = await this.repo.find({
-      where: followUpOutstanding(dueForRecovery()),
-      // Both databases sort NULL (never failed) first.
-      order: { recovery_next_at: "ASC", seq: "ASC" },
-      take: 100,
-    });
+    // Both databases sort NULL (never failed) first.
+    const rows = await this.repo.findWhereSql(`${FOLLOW_UP_OUTSTANDING} AND ${DUE_FOR_RECOVERY}`, [Date.now()], " ORDER BY recovery_next_at ASC, seq ASC LIMIT 100");
     let n = 0;
     for (const card of rows) if (await this.followUp(card)) n++;
     return n;
@@ -279,7 +269,8 @@ export class CardService {
 
   /** Cards whose processor follow-up needs an operator (and is still outstanding), newest first (at most 100). */
   needingAttention(accountId?: string): Promise<Card[]> {
-    return this.repo.find({ where: followUpOutstanding({ needs_attention: true, ...(accountId ? { account_id: accountId } : {}) }), order: { seq: "DESC" }, take: 100 });
+    const scope = accountId ? { sql: " AND account_id = ?", params: [accountId] } : { sql: "", params: [] };
+    return this.repo.findWhereSql(`${FOLLOW_UP_OUTSTANDING} AND needs_attention = 1${scope.sql}`, scope.params, " ORDER BY seq DESC LIMIT 100", "ix_cards_follow_up");
   }
 
   /**

@@ -12,7 +12,7 @@ import {
 } from "../db/entities.js";
 import { fastRepository, insertedId, runAtomically, type Statement } from "../db/fast.js";
 import type { AccountService } from "./accounts.js";
-import { dueForRecovery, type CardService } from "./cards.js";
+import { DUE_FOR_RECOVERY, type CardService } from "./cards.js";
 import { processorAccount } from "./issuance.js";
 import { callProcessor, toApiError } from "./processor-call.js";
 import type { Deps, Principal } from "./deps.js";
@@ -367,7 +367,8 @@ export class CardLifecycle {
   async expireDue(): Promise<number> {
     const now = Date.now();
     let n = 0;
-    for (const card of await this.cards.find({ where: { status: "OPEN", expires_at: LessThan(now + 1) }, take: 100 })) {
+    // An OPEN card is never revoked; saying so lets the query use the expiry index (unrevoked cards).
+    for (const card of await this.cards.find({ where: { status: "OPEN", revoked_at: IsNull(), expires_at: LessThan(now + 1) }, take: 100 })) {
       const expired = await commitWithEvents(
         this.deps.ds,
         [this.cards.updateStatement({ id: card.id, status: "OPEN" }, { status: "CLOSED", closed_at: now }, 1)],
@@ -376,7 +377,7 @@ export class CardLifecycle {
       if (expired) n++;
       await this.cardService.followUp({ ...card, status: "CLOSED" });
     }
-    const used = await this.cards.find({ where: { status: "USED", expires_at: LessThan(now + 1), revoked_at: IsNull(), ...dueForRecovery() }, take: 100 });
+    const used = await this.cards.findWhereSql(`status = 'USED' AND revoked_at IS NULL AND expires_at <= ? AND ${DUE_FOR_RECOVERY}`, [now, now], " LIMIT 100");
     for (const card of used) {
       await this.cardService.followUp(card);
       n++;
