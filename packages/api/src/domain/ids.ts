@@ -27,7 +27,28 @@ export function randomToken(length: number): string {
   return out;
 }
 
+let stampMs = -1;
+let stamp = "";
+
+/**
+ * The current millisecond in base62, 8 characters (until the year 8900): ids that start with it are
+ * written at the right edge of their unique index, as the auto-increment keys are, instead of on a
+ * random page each. A random id dirtied one more index page per row in every commit (whole pages in
+ * SQLite's WAL, page splits all over the index in InnoDB).
+ */
+export function timeStamp(): string {
+  const now = Date.now();
+  if (now !== stampMs) {
+    stampMs = now;
+    let out = "";
+    for (let v = now, i = 0; i < 8; i++, v = Math.floor(v / 62)) out = ALPHABET[v % 62]! + out;
+    stamp = out;
+  }
+  return stamp;
+}
+
+/** An id: the prefix, the time it was made (see timeStamp) and 16 random base62 characters (95 bits). */
 export const newId = (prefix: "card" | "appr" | "acct" | "key" | "req" | "hold" | "ic" | "ek" | "auth" | "txn" | "pay" | "re" | "evt" | "we" | "own" | "inv" | "sess") =>
-  `${prefix}_${randomToken(24)}`;
+  `${prefix}_${timeStamp()}${randomToken(16)}`;
 
 export const isoTime = (ms: number) => new Date(ms).toISOString();

@@ -5,7 +5,7 @@ import { fastRepository, placeholders, queryRows, runSql, type Statement } from 
 import { backoffMs } from "./backoff.js";
 import type { Deps } from "./deps.js";
 import { addEventFanOut, commitWithEvents, eventView, SYSTEM, type EventStatement } from "./events.js";
-import { randomToken } from "./ids.js";
+import { randomToken, timeStamp } from "./ids.js";
 import { endpointView, previousSecretUntil } from "./webhook-views.js";
 
 /** Retries are at most this far apart (the doubling stops there). */
@@ -73,7 +73,7 @@ export interface Fresh {
 function fanOutStatement(ds: DataSource, event: Omit<EventRecord, "seq">): EventStatement {
   const id = databaseKind(ds) === "mysql" ? "CONCAT(?, SUBSTRING(id, 4, 8))" : "(? || substr(id, 4, 8))";
   const here = sendingHere.get(ds);
-  const fresh: Fresh = { prefix: `whd_${randomToken(16)}`, leaseToken: randomToken(24), event };
+  const fresh: Fresh = { prefix: `whd_${timeStamp()}${randomToken(8)}`, leaseToken: randomToken(24), event };
   // 1 where the row is written claimed: with a worker here, unless its endpoint is already at its
   // limit here (that row is left due, for a claim when a slot frees).
   const busy = here?.busyHere() ?? [];
