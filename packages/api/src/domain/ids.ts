@@ -31,7 +31,7 @@ let stampMs = -1;
 let stamp = "";
 
 /**
- * The current millisecond in base62, 8 characters (until the year 8900): ids that start with it are
+ * The current millisecond in base62, 8 characters (until the year 8889): ids that start with it are
  * written at the right edge of their unique index, as the auto-increment keys are, instead of on a
  * random page each. A random id dirtied one more index page per row in every commit (whole pages in
  * SQLite's WAL, page splits all over the index in InnoDB).
