@@ -199,6 +199,19 @@ describe("webhook delivery", () => {
     expect(deliveries.map((d) => d.event_type)).toEqual(["policy.updated"]);
   });
 
+  it("delivers an event to each of two endpoints made in the same millisecond (ids that start alike)", async () => {
+    const key = await account();
+    const a = await endpointFor(server, receiver, "/same-ms-a", ["policy.updated"], key);
+    const b = await endpointFor(server, receiver, "/same-ms-b", ["policy.updated"], key);
+    // An id starts with the millisecond it was made in: give b a's, as two endpoints made at once have.
+    const twin = `${a.id.slice(0, 11)}${b.id.slice(11)}`;
+    await server.query("UPDATE webhook_endpoints SET id = ? WHERE id = ?", [twin, b.id]);
+    await touchPolicy(server, key);
+    await eventually("delivered to both", () => receiver.at("/same-ms-a").length === 1 && receiver.at("/same-ms-b").length === 1);
+    const ids = [...(await deliveriesOf(server, a.id, key)), ...(await deliveriesOf(server, twin, key))].map((d) => d.id);
+    expect(new Set(ids).size).toBe(2);
+  });
+
   it("retries after 500s with the same webhook-id until a 2xx", async () => {
     const key = await account();
     receiver.behave("/flaky", 500);

@@ -13,7 +13,7 @@ const MAX_RETRY_DELAY_MS = 6 * 3600 * 1000;
 /** Finished deliveries are kept as long as events, then purged in batches. */
 const DELIVERY_RETENTION_MS = 30 * 24 * 3600 * 1000;
 const PURGE_BATCH = 1000;
-/** `whd_` and the 16 random characters of an event's deliveries (their ids end with 8 of the endpoint's). */
+/** `whd_` and the 16 characters of an event's deliveries (their ids end with the endpoint id's last 8). */
 const PREFIX_LENGTH = 20;
 /** Events whose fresh deliveries are read at once (two parameters each); the rest at the next poll. */
 const FRESH_PER_READ = 500;
@@ -64,14 +64,15 @@ export interface Fresh {
  * endpoint of the event's account and mode that takes its type. One INSERT … SELECT on the
  * endpoints' (account_id, mode, status) index: an account without endpoints costs one empty index
  * range, and endpoints made or deleted on any instance count at once (no cache to go stale).
- * A delivery's id is a random part per event plus 8 characters of the endpoint's id.
+ * A delivery's id is a part per event (time and random) plus the endpoint id's last 8 characters.
  *
  * On an instance whose worker runs, the rows are written already claimed by it (attempt 1, leased,
  * its token), and it is told of them once they commit: it sends them without a claim's writes and
  * reads. If the instance dies first, the lease ends and any instance claims them (at least once).
  */
 function fanOutStatement(ds: DataSource, event: Omit<EventRecord, "seq">): EventStatement {
-  const id = databaseKind(ds) === "mysql" ? "CONCAT(?, SUBSTRING(id, 4, 8))" : "(? || substr(id, 4, 8))";
+  // The endpoint id's last 8 characters: random ones (its first ones are the millisecond it was made, see newId).
+  const id = databaseKind(ds) === "mysql" ? "CONCAT(?, RIGHT(id, 8))" : "(? || substr(id, -8))";
   const here = sendingHere.get(ds);
   const fresh: Fresh = { prefix: `whd_${timeStamp()}${randomToken(8)}`, leaseToken: randomToken(24), event };
   // 1 where the row is written claimed: with a worker here, unless its endpoint is already at its
