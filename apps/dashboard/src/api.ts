@@ -171,6 +171,8 @@ const LISTS: Record<string, string> = {
 };
 /** What any event changes: the events list itself, the spend summary and chart, and webhook deliveries (one per endpoint taking it). */
 const EVERY_EVENT = ["events", "spend", "webhook_deliveries"];
+/** An event's deliveries are written by a delivery worker moments after it (well within a second): looked at again then. */
+const DELIVERIES_WRITTEN_MS = 1000;
 
 /**
  * The account's events, live (GET /v1/events/stream on the session cookie): a new request shows
@@ -194,6 +196,7 @@ export function useLiveEvents(): boolean {
       const list = LISTS[((JSON.parse(msg.data) as { type?: string }).type ?? "").split(".")[0]!];
       if (list) void client.invalidateQueries({ queryKey: [list] });
       for (const other of EVERY_EVENT) void client.invalidateQueries({ queryKey: [other] });
+      setTimeout(() => void client.invalidateQueries({ queryKey: ["webhook_deliveries"] }), DELIVERIES_WRITTEN_MS);
     };
     return () => stream.close();
   }, [client, mode]);

@@ -246,7 +246,7 @@ describe("webhook delivery", () => {
     await touchPolicy(server, key);
     const [d] = await eventually("an attempt", async () => {
       const [x] = await deliveriesOf(server, endpoint.id, key);
-      return x.attempts >= 2 && x.last_response_status === 302 && [x];
+      return x?.attempts >= 2 && x.last_response_status === 302 && [x];
     });
     expect(d.status).toBe("pending");
     expect(d.last_error).toMatch(/redirect .*302.* not followed/);
@@ -271,6 +271,28 @@ describe("webhook delivery", () => {
     } finally {
       await up.close();
     }
+  });
+
+  it("sends the events of an instance that died before writing their deliveries, once its lease ends, once each", async () => {
+    const key = await account();
+    // Two events made while the account had no endpoint: no fan-out was written for them.
+    await touchPolicy(server, key);
+    await touchPolicy(server, key);
+    const [later, earlier] = (await server.request("GET", "/v1/events?type=policy.updated", { key })).body.data as { id: string }[];
+    const endpoint = await endpointFor(server, receiver, "/orphans", ["policy.updated"], key);
+    // What an instance that committed them and died leaves: fan-outs leased to its worker, one lease ended, one not yet.
+    const fanOut = "INSERT INTO webhook_fan_outs (event_id, endpoint_ids, lease_token, lease_until) VALUES (?, ?, ?, ?)";
+    await server.query(fanOut, [earlier!.id, endpoint.id, "worker-of-a-dead-instance", Date.now() - 1]);
+    await server.query(fanOut, [later!.id, endpoint.id, "worker-of-a-dead-instance", Date.now() + 60_000]);
+    await eventually("the ended lease's event delivered", () => receiver.at("/orphans").length === 1);
+    expect(receiver.at("/orphans")[0]!.event.id).toBe(earlier!.id);
+    // The other lease still holds (the worker polls every 500 ms): nothing more is sent.
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    expect(receiver.at("/orphans")).toHaveLength(1);
+    await server.query("UPDATE webhook_fan_outs SET lease_until = ? WHERE event_id = ?", [Date.now() - 1, later!.id]);
+    await eventually("both delivered", async () => (await deliveriesOf(server, endpoint.id, key)).filter((d) => d.status === "succeeded").length === 2);
+    expect(receiver.at("/orphans").map((r) => r.event.id).sort()).toEqual([earlier!.id, later!.id].sort());
+    expect(await server.query("SELECT event_id FROM webhook_fan_outs WHERE event_id IN (?, ?)", [earlier!.id, later!.id])).toEqual([]);
   });
 
   it("retries a delivery on request: the same event again", async () => {

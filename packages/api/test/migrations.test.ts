@@ -38,6 +38,13 @@ describe("migrations (SQLite)", () => {
         "EXPLAIN QUERY PLAN UPDATE webhook_deliveries SET lease_token = 't' WHERE id IN ('a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 'i', 'j', 'k', 'l') AND status = 'pending' AND next_attempt_at <= 1",
       );
       expect(plan.map((p) => p.detail).join()).toContain("uq_webhook_deliveries_id");
+      // Writing the deliveries of a batch of fan-outs: each fan-out by its key, its event by id, its account's endpoints by their index.
+      const expansion = await planOf(
+        "SELECT e.id, w.id FROM webhook_fan_outs f JOIN events e ON e.id = f.event_id JOIN webhook_endpoints w ON w.account_id = e.account_id AND w.mode = e.mode " +
+          "AND INSTR(',' || f.endpoint_ids || ',', ',' || w.id || ',') > 0 WHERE f.event_id IN ('a', 'b', 'c') AND f.lease_token = ?",
+        ["t"],
+      );
+      expect(expansion).toMatch(/SEARCH f USING INDEX sqlite_autoindex_webhook_fan_outs_1.*SEARCH e USING INDEX uq_events_id.*SEARCH w USING INDEX ix_webhook_endpoints_account/);
     } finally {
       await ds.destroy();
     }

@@ -1,11 +1,11 @@
 import type { DataSource } from "typeorm";
 import { databaseKind } from "../db/datasource.js";
 import { WebhookEndpointEntity, type EventRecord } from "../db/entities.js";
-import { fastRepository, placeholders, queryRows, runSql, type Statement } from "../db/fast.js";
+import { fastRepository, placeholders, queryRows, runAtomically, runSql, type Statement } from "../db/fast.js";
 import { backoffMs } from "./backoff.js";
 import type { Deps } from "./deps.js";
 import { addEventFanOut, commitWithEvents, eventView, SYSTEM, type EventStatement } from "./events.js";
-import { randomToken, timeStamp } from "./ids.js";
+import { randomToken } from "./ids.js";
 import { endpointView, previousSecretUntil } from "./webhook-views.js";
 
 /** Retries are at most this far apart (the doubling stops there). */
@@ -13,9 +13,14 @@ const MAX_RETRY_DELAY_MS = 6 * 3600 * 1000;
 /** Finished deliveries are kept as long as events, then purged in batches. */
 const DELIVERY_RETENTION_MS = 30 * 24 * 3600 * 1000;
 const PURGE_BATCH = 1000;
-/** `whd_` and the 16 characters of an event's deliveries (their ids end with the endpoint id's last 8). */
+/**
+ * What an event's deliveries' ids start with: `whd_` and the 16 characters of the event's id after
+ * `evt_` (its millisecond and 8 random characters); each ends with its endpoint id's last 8 (random:
+ * its first ones are the millisecond it was made, see newId). One delivery per event and endpoint.
+ */
+const deliveryPrefix = (eventId: string) => `whd_${eventId.slice(4, 20)}`;
 const PREFIX_LENGTH = 20;
-/** Events whose fresh deliveries are read at once (two parameters each); the rest at the next poll. */
+/** Events whose deliveries are written (and read back) at once; the rest at the next poll. */
 const FRESH_PER_READ = 500;
 /** Endpoints looked at per claim; the next claim goes on after the last one (round robin). */
 const ENDPOINTS_PER_CLAIM = 200;
@@ -51,56 +56,27 @@ export function wakeWorkerHere(ds: DataSource): void {
   sendingHere.get(ds)?.wake();
 }
 
-/** Deliveries of one event committed here, leased to this instance by the fan-out. */
-export interface Fresh {
-  /** The ids' common start: `whd_` and the event's random part (see fanOutStatement). */
-  prefix: string;
-  leaseToken: string;
-  event: Omit<EventRecord, "seq">;
-}
-
 /**
- * The fan-out of the outbox: with every event, in its transaction, one delivery row per enabled
- * endpoint of the event's account and mode that takes its type. One INSERT … SELECT on the
- * endpoints' (account_id, mode, status) index: an account without endpoints costs one empty index
- * range, and endpoints made or deleted on any instance count at once (no cache to go stale).
- * A delivery's id is a part per event (time and random) plus the endpoint id's last 8 characters.
+ * The fan-out of the outbox, its first step: with every event, in its transaction, one row of
+ * `webhook_fan_outs` naming the enabled endpoints of the event's account and mode that take its
+ * type, as they are then (none, no row: an account without endpoints costs one empty index range,
+ * and endpoints made or deleted on any instance count at once). The delivery rows are written
+ * from it moments later by a worker, many events per transaction (WebhookDeliveryQueue.expand):
+ * three delivery rows per event written in the event's own transaction were most of what
+ * webhooks cost the API's creates on SQLite.
  *
- * On an instance whose worker runs, the rows are written already claimed by it (attempt 1, leased,
- * its token), and it is told of them once they commit: it sends them without a claim's writes and
- * reads. If the instance dies first, the lease ends and any instance claims them (at least once).
+ * On an instance whose worker runs, the row is leased to that worker, which is told of the event
+ * once it commits and writes its deliveries already claimed for itself. If the instance dies
+ * first, the lease ends and any instance writes them (at least once).
  */
 function fanOutStatement(ds: DataSource, event: Omit<EventRecord, "seq">): EventStatement {
-  // The endpoint id's last 8 characters: random ones (its first ones are the millisecond it was made, see newId).
-  const id = databaseKind(ds) === "mysql" ? "CONCAT(?, RIGHT(id, 8))" : "(? || substr(id, -8))";
   const here = sendingHere.get(ds);
-  const fresh: Fresh = { prefix: `whd_${timeStamp()}${randomToken(8)}`, leaseToken: randomToken(24), event };
-  // 1 where the row is written claimed: with a worker here, unless its endpoint is already at its
-  // limit here (that row is left due, for a claim when a slot frees).
-  const busy = here?.busyHere() ?? [];
-  const claimed = !here ? "0" : busy.length ? `(id NOT IN (${placeholders(busy)}))` : "1";
   return {
     sql:
-      "INSERT INTO webhook_deliveries (id, endpoint_id, account_id, mode, event_id, event_type, status, attempts, next_attempt_at, lease_token, created_at, updated_at) " +
-      `SELECT ${id}, id, account_id, mode, ?, ?, 'pending', ${claimed}, ? + ${claimed} * ?, CASE WHEN ${claimed} = 1 THEN ? END, ?, ? FROM webhook_endpoints ` +
-      `WHERE account_id = ? AND mode = ? AND status = 'enabled' AND (events = '["*"]' OR INSTR(events, ?) > 0)`,
-    params: [
-      fresh.prefix,
-      event.id,
-      event.type,
-      ...busy,
-      event.created_at,
-      ...busy,
-      here?.leaseMs ?? 0,
-      ...busy,
-      fresh.leaseToken,
-      event.created_at,
-      event.created_at,
-      event.account_id,
-      event.mode,
-      JSON.stringify(event.type),
-    ],
-    afterCommit: here && ((result) => result.affected && here.committed(fresh)),
+      "INSERT INTO webhook_fan_outs (event_id, endpoint_ids, lease_token, lease_until) SELECT ?, GROUP_CONCAT(id), ?, ? FROM webhook_endpoints " +
+      `WHERE account_id = ? AND mode = ? AND status = 'enabled' AND (events = '["*"]' OR INSTR(events, ?) > 0) HAVING COUNT(*) > 0`,
+    params: [event.id, here?.token ?? null, here ? event.created_at + here.leaseMs : 0, event.account_id, event.mode, JSON.stringify(event.type)],
+    afterCommit: here && ((result) => result.affected && here.committed(event)),
   };
 }
 addEventFanOut((ds, event) => [fanOutStatement(ds, event)]);
@@ -158,10 +134,13 @@ export class WebhookDeliveryQueue {
     return this.deps.config.webhooks;
   }
   private nextEndpoint = 0;
-  private fresh: Fresh[] = [];
+  /** Events committed here whose fan-outs are leased to this instance, their deliveries not yet written. */
+  private fresh: Omit<EventRecord, "seq">[] = [];
   private onFresh: ((dueNow: boolean) => void) | undefined;
   /** The endpoints whose attempts in flight here are at their limit (the worker's). */
   busyHere: () => string[] = () => [];
+  /** The worker's token: the fan-outs of events committed on this instance are leased to it. */
+  readonly token = randomToken(24);
 
   /** A claim outlives any attempt (the timeout) by a margin; after it, the delivery is due again. */
   get leaseMs() {
@@ -169,10 +148,9 @@ export class WebhookDeliveryQueue {
   }
 
   /**
-   * From now on, events committed on this instance have their deliveries claimed for it as they are
-   * written (except those of the `busy` endpoints), and `listener` is called after each such commit
-   * (takeFresh has them), or with `dueNow` after a delivery was made due here (wakeWorkerHere).
-   * Returns the end.
+   * From now on, events committed on this instance have their fan-outs leased to it, and
+   * `listener` is called after each such commit (takeFresh writes and claims their deliveries), or
+   * with `dueNow` after a delivery was made due here (wakeWorkerHere). Returns the end.
    */
   watch(listener: (dueNow: boolean) => void, busy: () => string[]): () => void {
     sendingHere.set(this.ds, this);
@@ -189,13 +167,13 @@ export class WebhookDeliveryQueue {
     this.onFresh?.(true);
   }
 
-  /** Told by the fan-out once an event's deliveries, claimed for this instance, have committed. */
-  committed(fresh: Fresh): void {
-    this.fresh.push(fresh);
-    // Written while the worker ran and committed once it had stopped: given back at once.
+  /** Told by the fan-out once an event whose fan-out is leased to this instance has committed. */
+  committed(event: Omit<EventRecord, "seq">): void {
+    this.fresh.push(event);
+    // Committed once the worker had stopped: its deliveries are written due at once, for any
+    // instance. Should that fail, the lease ends and any instance writes them.
     if (this.onFresh) this.onFresh(false);
-    // Should that fail, their lease ends and any instance claims them.
-    else void this.takeFresh().then((left) => this.release(left)).catch(() => undefined);
+    else void this.giveBackFresh().catch(() => undefined);
   }
 
   get hasFresh(): boolean {
@@ -203,13 +181,75 @@ export class WebhookDeliveryQueue {
   }
 
   /**
-   * The deliveries of events committed here since the last call, claimed for this instance as they
-   * were written: one read of their rows (ranges of the id index), one of their endpoints; the
-   * events are in memory. A row whose endpoint was deleted meanwhile is left to its lease.
+   * Writes the delivery rows of these events' fan-outs and deletes the fan-outs, in one
+   * transaction: this instance's while their lease lasts, or (`adopt`) those whose lease has ended,
+   * first leased to this call so that one instance writes each event's rows. A delivery is written
+   * for each endpoint the fan-out names that still exists (disabled since: its attempt fails it).
+   * With `claimed`, the rows are written claimed by this instance under that token (attempt 1,
+   * leased), but for the `busy` endpoints (at their limit here: those rows are due, for a claim
+   * when a slot frees); otherwise all are due. Returns how many were written.
+   */
+  private async expand(eventIds: string[], o: { claimed?: { leaseToken: string; busy: string[] }; adopt?: boolean } = {}): Promise<number> {
+    const now = Date.now();
+    const token = o.adopt ? randomToken(24) : this.token;
+    // Whose fan-outs are written: this call's once adopted, else this instance's while their lease lasts.
+    const held = (alias: string) => (o.adopt ? `${alias}lease_token = ?` : `${alias}lease_token = ? AND ${alias}lease_until > ?`);
+    const heldParams = o.adopt ? [token] : [token, now];
+    const mysql = databaseKind(this.ds) === "mysql";
+    const id = mysql ? "CONCAT('whd_', SUBSTRING(e.id, 5, 16), RIGHT(w.id, 8))" : "('whd_' || substr(e.id, 5, 16) || substr(w.id, -8))";
+    const named = mysql ? "FIND_IN_SET(w.id, f.endpoint_ids) > 0" : "INSTR(',' || f.endpoint_ids || ',', ',' || w.id || ',') > 0";
+    const busy = o.claimed?.busy ?? [];
+    // 1 where the row is written claimed.
+    const mine = !o.claimed ? "0" : busy.length ? `(w.id NOT IN (${placeholders(busy)}))` : "1";
+    const list = placeholders(eventIds);
+    const steps: Statement[] = [
+      {
+        sql:
+          "INSERT INTO webhook_deliveries (id, endpoint_id, account_id, mode, event_id, event_type, status, attempts, next_attempt_at, lease_token, created_at, updated_at) " +
+          `SELECT ${id}, w.id, w.account_id, w.mode, e.id, e.type, 'pending', ${mine}, ? + ${mine} * ?, CASE WHEN ${mine} = 1 THEN ? END, e.created_at, ? ` +
+          `FROM webhook_fan_outs f JOIN events e ON e.id = f.event_id JOIN webhook_endpoints w ON w.account_id = e.account_id AND w.mode = e.mode AND ${named} ` +
+          `WHERE f.event_id IN (${list}) AND ${held("f.")}`,
+        params: [...busy, now, ...busy, this.leaseMs, ...busy, o.claimed?.leaseToken ?? null, now, ...eventIds, ...heldParams],
+      },
+      { sql: `DELETE FROM webhook_fan_outs WHERE event_id IN (${list}) AND ${held("")}`, params: [...eventIds, ...heldParams] },
+    ];
+    if (o.adopt)
+      steps.unshift({
+        sql: `UPDATE webhook_fan_outs SET lease_token = ?, lease_until = ? WHERE event_id IN (${list}) AND lease_until <= ?`,
+        params: [token, now + this.leaseMs, ...eventIds, now],
+      });
+    const done = await runAtomically(this.ds, steps);
+    return done?.[o.adopt ? 1 : 0]!.affected ?? 0;
+  }
+
+  /** Writes the deliveries of the events committed here since the last call, all due, for any instance's claim (the worker stops). */
+  async giveBackFresh(): Promise<void> {
+    while (this.fresh.length > 0) await this.expand(this.fresh.splice(0, FRESH_PER_READ).map((e) => e.id));
+  }
+
+  /**
+   * Writes, due, the deliveries of fan-outs that no live instance holds: their instance died, or
+   * runs no worker. A small table (its rows live for milliseconds), read whole.
+   */
+  async adoptFanOuts(): Promise<number> {
+    const ids = (await queryRows(this.ds, `SELECT event_id FROM webhook_fan_outs WHERE lease_until <= ? LIMIT ${FRESH_PER_READ}`, [Date.now()])).map(
+      (r: { event_id: string }) => r.event_id,
+    );
+    return ids.length ? this.expand(ids, { adopt: true }) : 0;
+  }
+
+  /**
+   * The deliveries of events committed here since the last call, written claimed for this instance:
+   * one transaction for all of them, one read of their rows (ranges of the id index) and one of
+   * their endpoints; the events are in memory. A row whose endpoint was deleted meanwhile is left
+   * to its lease.
    */
   async takeFresh(): Promise<ClaimedDelivery[]> {
-    const fresh = new Map(this.fresh.splice(0, FRESH_PER_READ).map((f) => [f.prefix, f]));
-    if (fresh.size === 0) return [];
+    const events = this.fresh.splice(0, FRESH_PER_READ);
+    if (events.length === 0) return [];
+    const leaseToken = randomToken(24);
+    if ((await this.expand(events.map((e) => e.id), { claimed: { leaseToken, busy: this.busyHere() } })) === 0) return [];
+    const fresh = new Map(events.map((e) => [deliveryPrefix(e.id), e]));
     // Two reads, not a join: with a join the planner may read the deliveries through the endpoint
     // index (every delivery of each endpoint) rather than by these ranges of the id index.
     const rows: { id: string; endpoint_id: string; lease_token: string | null; created_at: number }[] = await queryRows(
@@ -230,11 +270,11 @@ export class WebhookDeliveryQueue {
     );
     const payloadOf = webhookBodies();
     return rows.flatMap((r) => {
-      const f = fresh.get(r.id.slice(0, PREFIX_LENGTH));
+      const event = fresh.get(r.id.slice(0, PREFIX_LENGTH));
       const w = endpoints.get(r.endpoint_id);
-      if (!f || !w || r.lease_token !== f.leaseToken) return [];
-      const payload = payloadOf({ ...f.event, seq: 0 });
-      return [{ id: r.id, endpointId: r.endpoint_id, leaseToken: f.leaseToken, attempts: 1, retryUntil: null, createdAt: Number(r.created_at), url: w.url, secrets: signingSecrets(w), endpointEnabled: w.status === "enabled", eventId: f.event.id, payload }];
+      if (!event || !w || r.lease_token !== leaseToken) return [];
+      const payload = payloadOf({ ...event, seq: 0 });
+      return [{ id: r.id, endpointId: r.endpoint_id, leaseToken, attempts: 1, retryUntil: null, createdAt: Number(r.created_at), url: w.url, secrets: signingSecrets(w), endpointEnabled: w.status === "enabled", eventId: event.id, payload }];
     });
   }
 
