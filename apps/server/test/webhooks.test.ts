@@ -511,3 +511,34 @@ describe("two instances deliver each event exactly once", () => {
     expect(receiver.invalid).toEqual([]);
   });
 });
+
+describe("a stopping instance gives back what it holds", () => {
+  it("hands the attempts waiting in it for a slot back at once: another instance sends them, not when their lease ends", async () => {
+    const db = await processDatabase();
+    // The lease is this timeout plus a minute: whatever is not given back waits that long.
+    const env = { DATABASE_URL: db.url, ...FAST, WEBHOOK_TIMEOUT_MS: "5000" };
+    const receiver = await startReceiver();
+    let a: ServerProcess | undefined;
+    let b: ServerProcess | undefined;
+    try {
+      a = await spawnServer(env);
+      const onA = requestTo(a.url, a.apiKey!);
+      receiver.behave("/hold", "hang");
+      const endpoint = (await onA("POST", "/v1/webhook_endpoints", { body: { url: `${receiver.url}/hold`, events: ["policy.updated"] } })).body;
+      receiver.secret("/hold", endpoint.secret);
+      for (let i = 0; i < 40; i++) expect((await onA("PUT", "/v1/policies/default", { body: { max_amount_cents: 40000 + i } })).status).toBe(200);
+      // 16 attempts hang at the receiver; the other 24 wait in instance A for a slot, claimed by it.
+      await eventually("16 attempts in flight", () => receiver.at("/hold").length === 16);
+      await a.stop();
+      receiver.behave("/hold", "ok");
+      b = await spawnServer(env);
+      const ids = () => new Set(receiver.at("/hold").map((r) => r.event.id));
+      await eventually("every event sent by instance B", () => ids().size === 40, 20_000);
+      expect(receiver.invalid).toEqual([]);
+    } finally {
+      await Promise.all([a?.stop(), b?.stop()]);
+      await db.drop();
+      await receiver.close();
+    }
+  });
+});

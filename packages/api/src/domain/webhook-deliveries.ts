@@ -105,6 +105,8 @@ export interface ClaimedDelivery {
   endpointId: string;
   /** The fencing token of this attempt: only its holder records the outcome. */
   leaseToken: string;
+  /** The attempt must start by then (its lease, less the timeout and a margin), else be given back. */
+  startBy: number;
   attempts: number;
   retryUntil: number | null;
   createdAt: number;
@@ -145,6 +147,11 @@ export class WebhookDeliveryQueue {
   /** A claim outlives any attempt (the timeout) by a margin; after it, the delivery is due again. */
   get leaseMs() {
     return this.config.timeoutMs + 60_000;
+  }
+
+  /** When an attempt claimed now must have started for its outcome to land inside its lease. */
+  private startByFor(now: number): number {
+    return now + this.leaseMs - this.config.timeoutMs - 10_000;
   }
 
   /**
@@ -248,6 +255,7 @@ export class WebhookDeliveryQueue {
     const events = this.fresh.splice(0, FRESH_PER_READ);
     if (events.length === 0) return [];
     const leaseToken = randomToken(24);
+    const startBy = this.startByFor(Date.now());
     if ((await this.expand(events.map((e) => e.id), { claimed: { leaseToken, busy: this.busyHere() } })) === 0) return [];
     const fresh = new Map(events.map((e) => [deliveryPrefix(e.id), e]));
     // Two reads, not a join: with a join the planner may read the deliveries through the endpoint
@@ -274,7 +282,7 @@ export class WebhookDeliveryQueue {
       const w = endpoints.get(r.endpoint_id);
       if (!event || !w || r.lease_token !== leaseToken) return [];
       const payload = payloadOf({ ...event, seq: 0 });
-      return [{ id: r.id, endpointId: r.endpoint_id, leaseToken, attempts: 1, retryUntil: null, createdAt: Number(r.created_at), url: w.url, secrets: signingSecrets(w), endpointEnabled: w.status === "enabled", eventId: event.id, payload }];
+      return [{ id: r.id, endpointId: r.endpoint_id, leaseToken, startBy, attempts: 1, retryUntil: null, createdAt: Number(r.created_at), url: w.url, secrets: signingSecrets(w), endpointEnabled: w.status === "enabled", eventId: event.id, payload }];
     });
   }
 
@@ -335,6 +343,7 @@ export class WebhookDeliveryQueue {
       id: r.id,
       endpointId: r.endpoint_id,
       leaseToken: token,
+      startBy: this.startByFor(now),
       attempts: Number(r.attempts),
       retryUntil: r.retry_until === null ? null : Number(r.retry_until),
       createdAt: Number(r.created_at),

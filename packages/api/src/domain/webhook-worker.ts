@@ -12,13 +12,19 @@ export interface WebhookWorkerOptions {
 
 const DEFAULTS: WebhookWorkerOptions = { maxInFlight: 64, maxPerEndpoint: 16, pollMs: 500 };
 /**
+ * Claimed attempts held here waiting for a slot, as many as this many times the slots (per endpoint
+ * and in all): a slot that frees is refilled at once from memory, with no statement, so an endpoint
+ * that answers fast takes thousands of deliveries a second, while a claim (five statements) runs at
+ * most every REFILL_MS. Beyond that, deliveries wait in the database, due, for any instance.
+ */
+const WAITING_PER_SLOT = 4;
+/**
  * When a claim was used, or an attempt ended at a full endpoint or instance (due deliveries may
  * wait for that slot), the next claim waits this long, so claims come in batches: whatever its
  * size, a claim is five statements on the API's database (fan-outs no one holds, endpoints, due
- * heads, the leasing UPDATE, the claimed rows). With 16 attempts in flight per endpoint an endpoint
- * still takes up to 640 deliveries/s; at 8 and 10 ms the worker claimed ~100 times a second. An
- * event committed on this instance wakes the worker this soon too: its deliveries are written,
- * claimed for it, with those of the other events of those milliseconds, and leave at once.
+ * heads, the leasing UPDATE, the claimed rows); at 8 and 10 ms the worker claimed ~100 times a
+ * second. An event committed on this instance wakes the worker this soon too: its deliveries are
+ * written, claimed for it, with those of the other events of those milliseconds, and leave at once.
  */
 const REFILL_MS = 25;
 const PURGE_EVERY_MS = 3600 * 1000;
@@ -34,6 +40,9 @@ const PURGE_EVERY_MS = 3600 * 1000;
 export class WebhookWorker {
   private readonly opts: WebhookWorkerOptions;
   private readonly perEndpoint = new Map<string, number>();
+  /** Claimed attempts waiting here for a slot, oldest first, and how many of each endpoint. */
+  private readonly waiting: ClaimedDelivery[] = [];
+  private readonly waitingAt = new Map<string, number>();
   private readonly running = new Set<Promise<void>>();
   private inFlight = 0;
   private timer: NodeJS.Timeout | undefined;
@@ -77,6 +86,7 @@ export class WebhookWorker {
     clearInterval(this.purgeTimer);
     this.closeSender();
     try {
+      await this.queue.release(this.waiting.splice(0).map((d) => this.unwait(d)));
       await this.queue.giveBackFresh();
     } catch (err) {
       this.onError(err, "webhook delivery release failed");
@@ -99,14 +109,10 @@ export class WebhookWorker {
     if (this.polling || this.stopped) return;
     this.polling = true;
     try {
-      // Deliveries of this instance's commits, written claimed for it: sent while there is room
-      // (overall, and at their endpoint), given back otherwise.
-      const givenBack: ClaimedDelivery[] = [];
-      for (const d of await this.queue.takeFresh()) {
-        if (this.inFlight < this.opts.maxInFlight && (this.perEndpoint.get(d.endpointId) ?? 0) < this.opts.maxPerEndpoint) this.launch(d);
-        else givenBack.push(d);
-      }
-      await this.queue.release(givenBack);
+      // Deliveries of this instance's commits, written claimed for it: sent, or waiting for a slot
+      // here while there is room, given back otherwise.
+      await this.queue.release((await this.queue.takeFresh()).filter((d) => !this.take(d)));
+      await this.startWaiting();
       // A claim (four statements when it finds some) only when something may be due: not after
       // every attempt, which would be two reads per REFILL_MS under a steady flow of fresh events.
       if (this.claimSoon || Date.now() - this.lastClaim >= this.opts.pollMs) await this.claimDue();
@@ -124,16 +130,63 @@ export class WebhookWorker {
     this.lastClaim = Date.now();
     // Fan-outs of instances that died or run no worker: their deliveries written due, then claimed like any.
     await this.queue.adoptFanOuts();
-    const free = this.opts.maxInFlight - this.inFlight;
+    const free = this.opts.maxInFlight * (1 + WAITING_PER_SLOT) - this.inFlight - this.waiting.length;
     if (free <= 0) return;
-    const claimed = await this.queue.claim(free, this.fullEndpoints(), (id) => this.opts.maxPerEndpoint - (this.perEndpoint.get(id) ?? 0));
-    for (const d of claimed) this.launch(d);
+    const claimed = await this.queue.claim(free, this.fullEndpoints(), (id) => this.roomAt(id));
+    await this.queue.release(claimed.filter((d) => !this.take(d)));
     if (claimed.length > 0) this.claimSoon = true;
   }
 
-  /** Endpoints with as many attempts in flight here as one may have. */
+  /** How many more attempts of this endpoint this instance takes now: in flight, or waiting for a slot. */
+  private roomAt(endpointId: string): number {
+    return this.opts.maxPerEndpoint * (1 + WAITING_PER_SLOT) - (this.perEndpoint.get(endpointId) ?? 0) - (this.waitingAt.get(endpointId) ?? 0);
+  }
+
+  /** Endpoints with as many attempts here, in flight and waiting, as one may have. */
   private fullEndpoints(): string[] {
-    return [...this.perEndpoint].filter(([, n]) => n >= this.opts.maxPerEndpoint).map(([id]) => id);
+    return [...new Set([...this.perEndpoint.keys(), ...this.waitingAt.keys()])].filter((id) => this.roomAt(id) <= 0);
+  }
+
+  private hasSlot(endpointId: string): boolean {
+    return this.inFlight < this.opts.maxInFlight && (this.perEndpoint.get(endpointId) ?? 0) < this.opts.maxPerEndpoint;
+  }
+
+  /**
+   * Sends a claimed attempt now (none of its endpoint waits before it), or keeps it waiting for a
+   * slot; false when there is no room for it here.
+   */
+  private take(d: ClaimedDelivery): boolean {
+    if (!this.waitingAt.has(d.endpointId) && this.hasSlot(d.endpointId)) {
+      this.launch(d);
+      return true;
+    }
+    if (this.roomAt(d.endpointId) <= 0 || this.waiting.length >= this.opts.maxInFlight * WAITING_PER_SLOT) return false;
+    this.waiting.push(d);
+    this.waitingAt.set(d.endpointId, (this.waitingAt.get(d.endpointId) ?? 0) + 1);
+    return true;
+  }
+
+  private unwait(d: ClaimedDelivery): ClaimedDelivery {
+    const left = this.waitingAt.get(d.endpointId)! - 1;
+    if (left) this.waitingAt.set(d.endpointId, left);
+    else this.waitingAt.delete(d.endpointId);
+    return d;
+  }
+
+  /**
+   * Sends the waiting attempts that have a slot now, oldest first; gives back those that waited so
+   * long that their lease could end before their answer (any instance claims them again).
+   */
+  private async startWaiting(): Promise<void> {
+    const now = Date.now();
+    const late: ClaimedDelivery[] = [];
+    for (let i = 0; i < this.waiting.length && this.inFlight < this.opts.maxInFlight; ) {
+      const d = this.waiting[i]!;
+      if (d.startBy <= now) late.push(this.unwait(this.waiting.splice(i, 1)[0]!));
+      else if (this.hasSlot(d.endpointId)) this.launch(this.unwait(this.waiting.splice(i, 1)[0]!));
+      else i++;
+    }
+    await this.queue.release(late);
   }
 
   private launch(d: ClaimedDelivery): void {
@@ -143,12 +196,13 @@ export class WebhookWorker {
       .catch((err) => this.onError(err, "webhook delivery failed"))
       .finally(() => {
         this.running.delete(run);
-        // A slot freed where deliveries may wait for one (this instance or an endpoint was full).
-        const wasFull = this.inFlight >= this.opts.maxInFlight || this.perEndpoint.get(d.endpointId)! >= this.opts.maxPerEndpoint;
+        // A slot freed where deliveries may wait for one in the database (this instance or the endpoint was full).
+        const wasFull = this.roomAt(d.endpointId) <= 0 || this.inFlight + this.waiting.length >= this.opts.maxInFlight * (1 + WAITING_PER_SLOT);
         this.inFlight--;
         const left = this.perEndpoint.get(d.endpointId)! - 1;
         if (left) this.perEndpoint.set(d.endpointId, left);
         else this.perEndpoint.delete(d.endpointId);
+        if (this.waiting.length) this.startWaiting().catch((err) => this.onError(err, "webhook delivery release failed"));
         if (wasFull) {
           this.claimSoon = true;
           this.schedule(REFILL_MS);
