@@ -56,7 +56,10 @@ export function createDataSource(url: string): DataSource {
       supportBigNumbers: true,
       bigNumberStrings: false,
       // trace: mysql2's promise API (TypeORM's runner) captured a stack trace on every query.
-      extra: { connectionLimit: 20, trace: false },
+      // maxPreparedStatements: each connection keeps its most recent 256 (not 16,000), so an
+      // instance holds at most 5,120 of the server's 16,382 (max_prepared_stmt_count, shared by
+      // every client) however many statement texts it has sent.
+      extra: { connectionLimit: 20, trace: false, maxPreparedStatements: 256 },
     }));
   }
   throw new Error(`Unsupported DATABASE_URL '${url}': use sqlite:<path>, sqlite::memory: or mysql://user:pass@host:port/db`);

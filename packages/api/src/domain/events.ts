@@ -1,7 +1,7 @@
 import type { DataSource } from "typeorm";
 import type { EventType } from "@cardctl/contract";
 import { EventEntity, type ActorType, type EventRecord, type Mode } from "../db/entities.js";
-import { fastRepository, placeholders, queryRows, runAtomically, runSql, type SqlResult, type Statement } from "../db/fast.js";
+import { fastRepository, padded, placeholders, queryRows, runAtomically, runSql, type SqlResult, type Statement } from "../db/fast.js";
 import type { Deps, Principal } from "./deps.js";
 import { notFound } from "./errors.js";
 import { isoTime, newId } from "./ids.js";
@@ -164,7 +164,7 @@ export class EventService {
     for (;;) {
       const old: { seq: number }[] = await queryRows(this.deps.ds, PURGE_SELECT, [cutoff]);
       if (old.length === 0) return purged;
-      const seqs = old.map((e) => Number(e.seq));
+      const seqs = padded(old.map((e) => Number(e.seq)));
       purged += (await runSql(this.deps.ds, `DELETE FROM events WHERE seq IN (${placeholders(seqs)})`, seqs)).affected ?? 0;
       if (old.length < PURGE_BATCH) return purged;
     }

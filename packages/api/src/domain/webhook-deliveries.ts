@@ -1,7 +1,7 @@
 import type { DataSource } from "typeorm";
 import { databaseKind } from "../db/datasource.js";
 import { WebhookEndpointEntity, type EventRecord } from "../db/entities.js";
-import { fastRepository, placeholders, queryRows, runAtomically, runSql, type Statement } from "../db/fast.js";
+import { fastRepository, padded, placeholders, queryRows, runAtomically, runSql, type Statement } from "../db/fast.js";
 import { backoffMs } from "./backoff.js";
 import type { Deps } from "./deps.js";
 import { addEventFanOut, commitWithEvents, eventView, SYSTEM, type EventStatement } from "./events.js";
@@ -196,7 +196,7 @@ export class WebhookDeliveryQueue {
    * leased), but for the `busy` endpoints (at their limit here: those rows are due, for a claim
    * when a slot frees); otherwise all are due. Returns how many were written.
    */
-  private async expand(eventIds: string[], o: { claimed?: { leaseToken: string; busy: string[] }; adopt?: boolean } = {}): Promise<number> {
+  private async expand(ids: string[], o: { claimed?: { leaseToken: string; busy: string[] }; adopt?: boolean } = {}): Promise<number> {
     const now = Date.now();
     const token = o.adopt ? randomToken(24) : this.token;
     // Whose fan-outs are written: this call's once adopted, else this instance's while their lease lasts.
@@ -205,7 +205,8 @@ export class WebhookDeliveryQueue {
     const mysql = databaseKind(this.ds) === "mysql";
     const id = mysql ? "CONCAT('whd_', SUBSTRING(e.id, 5, 16), RIGHT(w.id, 8))" : "('whd_' || substr(e.id, 5, 16) || substr(w.id, -8))";
     const named = mysql ? "FIND_IN_SET(w.id, f.endpoint_ids) > 0" : "INSTR(',' || f.endpoint_ids || ',', ',' || w.id || ',') > 0";
-    const busy = o.claimed?.busy ?? [];
+    const busy = padded(o.claimed?.busy ?? []);
+    const eventIds = padded(ids);
     // 1 where the row is written claimed.
     const mine = !o.claimed ? "0" : busy.length ? `(w.id NOT IN (${placeholders(busy)}))` : "1";
     const list = placeholders(eventIds);
@@ -258,15 +259,16 @@ export class WebhookDeliveryQueue {
     const startBy = this.startByFor(Date.now());
     if ((await this.expand(events.map((e) => e.id), { claimed: { leaseToken, busy: this.busyHere() } })) === 0) return [];
     const fresh = new Map(events.map((e) => [deliveryPrefix(e.id), e]));
+    const prefixes = padded([...fresh.keys()]);
     // Two reads, not a join: with a join the planner may read the deliveries through the endpoint
     // index (every delivery of each endpoint) rather than by these ranges of the id index.
     const rows: { id: string; endpoint_id: string; lease_token: string | null; created_at: number }[] = await queryRows(
       this.ds,
-      `SELECT id, endpoint_id, lease_token, created_at FROM webhook_deliveries WHERE ${[...fresh.keys()].map(() => "(id >= ? AND id < ?)").join(" OR ")}`,
-      [...fresh.keys()].flatMap((prefix) => [prefix, `${prefix}~`]),
+      `SELECT id, endpoint_id, lease_token, created_at FROM webhook_deliveries WHERE ${prefixes.map(() => "(id >= ? AND id < ?)").join(" OR ")}`,
+      prefixes.flatMap((prefix) => [prefix, `${prefix}~`]),
     );
     if (rows.length === 0) return [];
-    const endpointIds = [...new Set(rows.map((r) => r.endpoint_id))];
+    const endpointIds = padded([...new Set(rows.map((r) => r.endpoint_id))]);
     const endpoints = new Map<string, SigningEndpoint & { url: string; status: string }>(
       (
         await queryRows(
@@ -313,14 +315,18 @@ export class WebhookDeliveryQueue {
       if (!skip.has(id) && n > 0) room.set(id, n);
     }
     if (room.size === 0) return [];
-    const heads = [...room].map(
-      ([, n], i) => `SELECT * FROM (SELECT id, next_attempt_at FROM webhook_deliveries WHERE status = 'pending' AND endpoint_id = ? AND next_attempt_at <= ? ORDER BY next_attempt_at LIMIT ${n}) h${i}`,
+    // Padded with heads that read nothing (no endpoint, LIMIT 0), as lists are.
+    const wanted = [...room, ...Array<[string, number]>(padded([...room]).length - room.size).fill(["", 0])];
+    const heads = wanted.map(
+      (_, i) => `SELECT * FROM (SELECT id, next_attempt_at FROM webhook_deliveries WHERE status = 'pending' AND endpoint_id = ? AND next_attempt_at <= ? ORDER BY next_attempt_at LIMIT ?) h${i}`,
     );
-    const due: { id: string; next_attempt_at: number }[] = await queryRows(this.ds, heads.join(" UNION ALL "), [...room.keys()].flatMap((id) => [id, now]));
-    const ids = due
-      .sort((a, b) => Number(a.next_attempt_at) - Number(b.next_attempt_at))
-      .slice(0, limit)
-      .map((d) => d.id);
+    const due: { id: string; next_attempt_at: number }[] = await queryRows(this.ds, heads.join(" UNION ALL "), wanted.flatMap(([id, n]) => [id, now, n]));
+    const ids = padded(
+      due
+        .sort((a, b) => Number(a.next_attempt_at) - Number(b.next_attempt_at))
+        .slice(0, limit)
+        .map((d) => d.id),
+    );
     if (ids.length === 0) return [];
     const token = randomToken(24);
     const list = placeholders(ids);
@@ -385,12 +391,14 @@ export class WebhookDeliveryQueue {
     this.succeededBatch = [];
     for (const status of new Set(batch.map((b) => b.status))) {
       const group = batch.filter((b) => b.status === status);
-      const list = placeholders(group);
+      const ids = padded(group.map((b) => b.d.id));
+      const tokens = padded(group.map((b) => b.d.leaseToken));
+      const list = placeholders(ids);
       try {
         await runSql(
           this.ds,
           `UPDATE webhook_deliveries SET status = 'succeeded', next_attempt_at = NULL, lease_token = NULL, last_response_status = ?, last_error = NULL, updated_at = ? WHERE id IN (${list}) AND lease_token IN (${list})`,
-          [status, Date.now(), ...group.map((b) => b.d.id), ...group.map((b) => b.d.leaseToken)],
+          [status, Date.now(), ...ids, ...tokens],
         );
         for (const b of group) b.settle();
       } catch (err) {
@@ -449,11 +457,12 @@ export class WebhookDeliveryQueue {
   /** Gives claimed attempts back unmade (the instance is stopping, or is busy): due again at once, on any instance. */
   async release(claimed: ClaimedDelivery[]): Promise<void> {
     if (claimed.length === 0) return;
-    const list = placeholders(claimed);
+    const ids = padded(claimed.map((d) => d.id));
+    const list = placeholders(ids);
     await runSql(
       this.ds,
       `UPDATE webhook_deliveries SET next_attempt_at = ?, lease_token = NULL, attempts = attempts - 1 WHERE id IN (${list}) AND lease_token IN (${list})`,
-      [Date.now(), ...claimed.map((d) => d.id), ...claimed.map((d) => d.leaseToken)],
+      [Date.now(), ...ids, ...padded(claimed.map((d) => d.leaseToken))],
     );
   }
 
@@ -468,7 +477,7 @@ export class WebhookDeliveryQueue {
       const first: { seq: number; created_at: number }[] = await queryRows(this.ds, `SELECT seq, created_at FROM webhook_deliveries ORDER BY seq LIMIT ${PURGE_BATCH}`, []);
       const old = first.filter((d) => Number(d.created_at) < cutoff);
       if (old.length === 0) return purged;
-      const seqs = old.map((d) => Number(d.seq));
+      const seqs = padded(old.map((d) => Number(d.seq)));
       purged += (await runSql(this.ds, `DELETE FROM webhook_deliveries WHERE seq IN (${placeholders(seqs)})`, seqs)).affected ?? 0;
       if (old.length < PURGE_BATCH) return purged;
     }
