@@ -153,9 +153,10 @@ export class WebhookWorker {
 
   /**
    * Sends a claimed attempt now (none of its endpoint waits before it), or keeps it waiting for a
-   * slot; false when there is no room for it here.
+   * slot; false when there is no room for it here, or the worker stopped while it was claimed.
    */
   private take(d: ClaimedDelivery): boolean {
+    if (this.stopped) return false;
     if (!this.waitingAt.has(d.endpointId) && this.hasSlot(d.endpointId)) {
       this.launch(d);
       return true;
