@@ -46,9 +46,14 @@ export const placeholders = (values: readonly unknown[]): string => values.map((
  * statement on every pooled MariaDB connection, and the server allows 16,382 in all.
  */
 export function padded<T>(values: readonly T[]): T[] {
+  return values.length === 0 ? [] : [...values, ...Array<T>(paddedLength(values.length) - values.length).fill(values.at(-1)!)];
+}
+
+/** The length `padded` gives a list of `n` elements. */
+export function paddedLength(n: number): number {
   let size = 1;
-  while (size < values.length) size *= 2;
-  return values.length === 0 ? [] : [...values, ...Array<T>(size - values.length).fill(values.at(-1)!)];
+  while (size < n) size *= 2;
+  return size;
 }
 
 type Where = Record<string, unknown>;

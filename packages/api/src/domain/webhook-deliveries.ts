@@ -1,7 +1,7 @@
 import type { DataSource } from "typeorm";
 import { databaseKind } from "../db/datasource.js";
 import { WebhookEndpointEntity, type EventRecord } from "../db/entities.js";
-import { fastRepository, padded, placeholders, queryRows, runAtomically, runSql, type Statement } from "../db/fast.js";
+import { fastRepository, padded, paddedLength, placeholders, queryRows, runAtomically, runSql, type Statement } from "../db/fast.js";
 import { backoffMs } from "./backoff.js";
 import type { Deps } from "./deps.js";
 import { addEventFanOut, commitWithEvents, eventView, SYSTEM, type EventStatement } from "./events.js";
@@ -316,7 +316,7 @@ export class WebhookDeliveryQueue {
     }
     if (room.size === 0) return [];
     // Padded with heads that read nothing (no endpoint, LIMIT 0), as lists are.
-    const wanted = [...room, ...Array<[string, number]>(padded([...room]).length - room.size).fill(["", 0])];
+    const wanted = [...room, ...Array<[string, number]>(paddedLength(room.size) - room.size).fill(["", 0])];
     const heads = wanted.map(
       (_, i) => `SELECT * FROM (SELECT id, next_attempt_at FROM webhook_deliveries WHERE status = 'pending' AND endpoint_id = ? AND next_attempt_at <= ? ORDER BY next_attempt_at LIMIT ?) h${i}`,
     );

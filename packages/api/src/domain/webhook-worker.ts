@@ -29,6 +29,13 @@ const WAITING_PER_SLOT = 4;
 const REFILL_MS = 25;
 const PURGE_EVERY_MS = 3600 * 1000;
 
+/** Adds `by` to a key's count, dropping the key at zero. */
+function count(counts: Map<string, number>, key: string, by: 1 | -1): void {
+  const n = (counts.get(key) ?? 0) + by;
+  if (n) counts.set(key, n);
+  else counts.delete(key);
+}
+
 /**
  * Delivers webhooks from this instance, beside every other instance: claims due deliveries in
  * batches (leased, see WebhookDeliveryQueue), sends each without awaiting it in the claim loop, and
@@ -39,6 +46,8 @@ const PURGE_EVERY_MS = 3600 * 1000;
  */
 export class WebhookWorker {
   private readonly opts: WebhookWorkerOptions;
+  /** Attempts this instance holds at most: in flight, and waiting for a slot. */
+  private readonly maxHeld: number;
   private readonly perEndpoint = new Map<string, number>();
   /** Claimed attempts waiting here for a slot, oldest first, and how many of each endpoint. */
   private readonly waiting: ClaimedDelivery[] = [];
@@ -64,6 +73,7 @@ export class WebhookWorker {
     opts: Partial<WebhookWorkerOptions> = {},
   ) {
     this.opts = { ...DEFAULTS, ...opts };
+    this.maxHeld = this.opts.maxInFlight * (1 + WAITING_PER_SLOT);
   }
 
   start(): void {
@@ -130,7 +140,7 @@ export class WebhookWorker {
     this.lastClaim = Date.now();
     // Fan-outs of instances that died or run no worker: their deliveries written due, then claimed like any.
     await this.queue.adoptFanOuts();
-    const free = this.opts.maxInFlight * (1 + WAITING_PER_SLOT) - this.inFlight - this.waiting.length;
+    const free = this.maxHeld - this.inFlight - this.waiting.length;
     if (free <= 0) return;
     const claimed = await this.queue.claim(free, this.fullEndpoints(), (id) => this.roomAt(id));
     await this.queue.release(claimed.filter((d) => !this.take(d)));
@@ -163,14 +173,12 @@ export class WebhookWorker {
     }
     if (this.roomAt(d.endpointId) <= 0 || this.waiting.length >= this.opts.maxInFlight * WAITING_PER_SLOT) return false;
     this.waiting.push(d);
-    this.waitingAt.set(d.endpointId, (this.waitingAt.get(d.endpointId) ?? 0) + 1);
+    count(this.waitingAt, d.endpointId, 1);
     return true;
   }
 
   private unwait(d: ClaimedDelivery): ClaimedDelivery {
-    const left = this.waitingAt.get(d.endpointId)! - 1;
-    if (left) this.waitingAt.set(d.endpointId, left);
-    else this.waitingAt.delete(d.endpointId);
+    count(this.waitingAt, d.endpointId, -1);
     return d;
   }
 
@@ -192,17 +200,15 @@ export class WebhookWorker {
 
   private launch(d: ClaimedDelivery): void {
     this.inFlight++;
-    this.perEndpoint.set(d.endpointId, (this.perEndpoint.get(d.endpointId) ?? 0) + 1);
+    count(this.perEndpoint, d.endpointId, 1);
     const run = this.attempt(d)
       .catch((err) => this.onError(err, "webhook delivery failed"))
       .finally(() => {
         this.running.delete(run);
         // A slot freed where deliveries may wait for one in the database (this instance or the endpoint was full).
-        const wasFull = this.roomAt(d.endpointId) <= 0 || this.inFlight + this.waiting.length >= this.opts.maxInFlight * (1 + WAITING_PER_SLOT);
+        const wasFull = this.roomAt(d.endpointId) <= 0 || this.inFlight + this.waiting.length >= this.maxHeld;
         this.inFlight--;
-        const left = this.perEndpoint.get(d.endpointId)! - 1;
-        if (left) this.perEndpoint.set(d.endpointId, left);
-        else this.perEndpoint.delete(d.endpointId);
+        count(this.perEndpoint, d.endpointId, -1);
         if (this.waiting.length) this.startWaiting().catch((err) => this.onError(err, "webhook delivery release failed"));
         if (wasFull) {
           this.claimSoon = true;
