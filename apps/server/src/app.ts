@@ -96,8 +96,9 @@ export async function buildApp(config: Config, opts: AppOptions = {}) {
     requestTimeout: config.requestTimeoutMs,
     http: { connectionsCheckingInterval: 1000, headersTimeout: Math.min(config.requestTimeoutMs, 60_000) },
   });
-  app.addHook("onRequest", async (req, reply) => {
+  app.addHook("onRequest", (req, reply, done) => {
     reply.header("Request-Id", req.id);
+    done();
   });
   // The pipeline, in order: request id → error shaping → auth → rate limit → idempotency → procedure.
   registerErrorShaping(app);

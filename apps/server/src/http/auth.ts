@@ -32,9 +32,10 @@ export function registerAuth(app: FastifyInstance, services: Services, adminToke
     }
     if (PUBLIC.test(url) || (!isApiPath(url) && !isAdminPath(url))) return;
     const secret = credentialOf(req.headers.authorization);
-    const isAdminToken = secret !== undefined && safeEqual(sha256(secret), adminTokenHash);
+    // Hashed only where it decides something: on /admin, or to explain a rejected key on the API.
+    const isAdminToken = () => secret !== undefined && safeEqual(sha256(secret), adminTokenHash);
     if (isAdminPath(url)) {
-      req.isAdmin = isAdminToken;
+      req.isAdmin = isAdminToken();
       if (!req.isAdmin) req.authError = adminAuthError(req.headers.authorization, secret);
       return;
     }
@@ -58,7 +59,7 @@ export function registerAuth(app: FastifyInstance, services: Services, adminToke
     } catch (err) {
       if (!(err instanceof AppError)) throw err;
       // The admin token on the public API: say so, and where it belongs, instead of "malformed key".
-      req.authError = isAdminToken
+      req.authError = isAdminToken()
         ? new AppError(
             401,
             "unauthorized",
@@ -71,8 +72,9 @@ export function registerAuth(app: FastifyInstance, services: Services, adminToke
 
 /** Answers a failed authentication; registered after the rate limiter. */
 export function registerAuthRejection(app: FastifyInstance) {
-  app.addHook("preHandler", async (req, reply) => {
-    if (req.authError) return sendError(req, reply, req.authError);
+  app.addHook("preHandler", (req, reply, done) => {
+    if (req.authError) sendError(req, reply, req.authError);
+    else done();
   });
 }
 

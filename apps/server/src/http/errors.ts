@@ -115,11 +115,12 @@ export function registerErrorShaping(app: FastifyInstance) {
 
   // A bodyless POST needs no Content-Type, and an empty body has no media type to refuse (e.g.
   // `curl -d ''` sends application/x-www-form-urlencoded), which Fastify would answer with 415.
-  app.addHook("onRequest", async (req) => {
+  app.addHook("onRequest", (req, _reply, done) => {
     if (req.method === "POST" || req.method === "PUT") {
       const length = req.headers["content-length"];
       if ((length === undefined || length === "0") && !req.headers["transfer-encoding"]) req.headers["content-type"] = "application/json";
     }
+    done();
   });
 
   app.setErrorHandler((err: FastifyError, req, reply) => {
@@ -128,10 +129,10 @@ export function registerErrorShaping(app: FastifyInstance) {
     return sendError(req, reply, appErr);
   });
 
-  app.addHook("onSend", async (req, reply, payload) => {
+  app.addHook("onSend", (req, reply, payload, done) => {
     // A replayed stored error is sent as stored: its body keeps the first request's request_id.
-    if (reply.statusCode < 400 || typeof payload !== "string" || reply.hasHeader("idempotent-replayed") || req.processorErrorShape) return payload;
-    return JSON.stringify(req.errorEnvelope ?? normalize(req, payload));
+    if (reply.statusCode < 400 || typeof payload !== "string" || reply.hasHeader("idempotent-replayed") || req.processorErrorShape) return done(null, payload);
+    done(null, JSON.stringify(req.errorEnvelope ?? normalize(req, payload)));
   });
 }
 
@@ -141,10 +142,10 @@ export function registerErrorShaping(app: FastifyInstance) {
  * authentication, for authenticated REST calls only (webhooks parse their own raw bodies).
  */
 export function registerBodyShape(app: FastifyInstance) {
-  app.addHook("preHandler", async (req, reply) => {
-    if (req.body === undefined || (!req.principal && !req.isAdmin) || req.url.startsWith("/trpc/")) return;
-    if (typeof req.body === "object" && req.body !== null && !Array.isArray(req.body)) return;
-    return sendError(
+  app.addHook("preHandler", (req, reply, done) => {
+    if (req.body === undefined || (!req.principal && !req.isAdmin) || req.url.startsWith("/trpc/")) return done();
+    if (typeof req.body === "object" && req.body !== null && !Array.isArray(req.body)) return done();
+    sendError(
       req,
       reply,
       new AppError(400, "validation_error", "Invalid request: the request body must be a JSON object.", {

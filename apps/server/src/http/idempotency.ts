@@ -1,5 +1,5 @@
-import { AppError, READ_ONLY_POSTS, sha256, type Services } from "@cardctl/api";
-import type { FastifyInstance, FastifyRequest } from "fastify";
+import { AppError, READ_ONLY_POSTS, sha256, type Principal, type Services } from "@cardctl/api";
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { isApiPath } from "./auth.js";
 import { sendError } from "./errors.js";
 
@@ -43,32 +43,45 @@ const afterAnswer = (status: number, payload: string): "forget" | "unlock" | "st
  * body with `Idempotent-Replayed: true`. Read-only POSTs (dry runs) ignore the key.
  */
 export function registerIdempotency(app: FastifyInstance, services: Services) {
-  app.addHook("preHandler", async (req, reply) => {
-    const header = req.headers["idempotency-key"];
-    if (req.method !== "POST" || header === undefined || !req.principal || !isApiPath(req.url) || isReadOnly(req.url)) return;
+  /** Claims the key, or answers: a replay, or a key of the wrong length. True when it answered. */
+  const claim = async (req: FastifyRequest, reply: FastifyReply, principal: Principal, header: string | string[]): Promise<boolean> => {
     const key = Array.isArray(header) ? header[0]! : header;
-    if (key.length < 1 || key.length >= 200)
-      return sendError(
+    if (key.length < 1 || key.length >= 200) {
+      sendError(
         req,
         reply,
         new AppError(400, "validation_error", "Idempotency-Key must be 1 to 199 characters.", {
           issues: [{ path: "Idempotency-Key", message: "must be 1 to 199 characters" }],
         }),
       );
-    const outcome = await services.idempotency.begin(req.principal.keyId, key, requestHash(req));
-    if (outcome.kind === "replay")
-      return reply.code(outcome.status).header("Idempotent-Replayed", "true").type("application/json").send(outcome.body);
-    req.idempotency = { keyId: req.principal.keyId, key, scope: outcome.scope };
+      return true;
+    }
+    const outcome = await services.idempotency.begin(principal.keyId, key, requestHash(req));
+    if (outcome.kind === "replay") {
+      reply.code(outcome.status).header("Idempotent-Replayed", "true").type("application/json").send(outcome.body);
+      return true;
+    }
+    req.idempotency = { keyId: principal.keyId, key, scope: outcome.scope };
+    return false;
+  };
+  // Callback hooks, not async ones: most requests pass straight through, without a promise each.
+  app.addHook("preHandler", (req, reply, done) => {
+    const header = req.headers["idempotency-key"];
+    if (req.method !== "POST" || header === undefined || !req.principal || !isApiPath(req.url) || isReadOnly(req.url)) return done();
+    claim(req, reply, req.principal, header).then((answered) => answered || done(), done);
   });
 
-  app.addHook("onSend", async (req, reply, payload) => {
-    const claim = req.idempotency;
-    if (!claim || typeof payload !== "string") return payload;
+  app.addHook("onSend", (req, reply, payload, done) => {
+    const claimed = req.idempotency;
+    if (!claimed || typeof payload !== "string") return done(null, payload);
     req.idempotency = undefined;
     const next = afterAnswer(reply.statusCode, payload);
-    if (next === "forget") await services.idempotency.forget(claim.keyId, claim.key);
-    else if (next === "unlock") await services.idempotency.unlock(claim.keyId, claim.key);
-    else await services.idempotency.complete(claim.keyId, claim.key, reply.statusCode, payload);
-    return payload;
+    const recorded =
+      next === "forget"
+        ? services.idempotency.forget(claimed.keyId, claimed.key)
+        : next === "unlock"
+          ? services.idempotency.unlock(claimed.keyId, claimed.key)
+          : services.idempotency.complete(claimed.keyId, claimed.key, reply.statusCode, payload);
+    recorded.then(() => done(null, payload), done);
   });
 }

@@ -48,9 +48,9 @@ export async function registerRateLimit(app: FastifyInstance, perHour: number, r
         retry_after_seconds: Math.ceil(ctx.ttl / 1000),
       }),
   });
-  app.addHook("onSend", async (_req, reply, payload) => {
+  app.addHook("onSend", (_req, reply, payload, done) => {
     resetAsTimestamp(reply);
-    return payload;
+    done(null, payload);
   });
   // quit() is refused while disconnected (no offline queue); disconnect() also stops reconnecting.
   if (redis) app.addHook("onClose", async () => void (await redis.quit().catch(() => redis.disconnect())));
