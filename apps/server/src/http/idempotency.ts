@@ -71,17 +71,17 @@ export function registerIdempotency(app: FastifyInstance, services: Services) {
     claim(req, reply, req.principal, header).then((answered) => answered || done(), done);
   });
 
+  /** What the claimed key keeps after this answer (afterAnswer). */
+  const record = async (claimed: NonNullable<FastifyRequest["idempotency"]>, status: number, payload: string): Promise<void> => {
+    const next = afterAnswer(status, payload);
+    if (next === "forget") await services.idempotency.forget(claimed.keyId, claimed.key);
+    else if (next === "unlock") await services.idempotency.unlock(claimed.keyId, claimed.key);
+    else await services.idempotency.complete(claimed.keyId, claimed.key, status, payload);
+  };
   app.addHook("onSend", (req, reply, payload, done) => {
     const claimed = req.idempotency;
     if (!claimed || typeof payload !== "string") return done(null, payload);
     req.idempotency = undefined;
-    const next = afterAnswer(reply.statusCode, payload);
-    const recorded =
-      next === "forget"
-        ? services.idempotency.forget(claimed.keyId, claimed.key)
-        : next === "unlock"
-          ? services.idempotency.unlock(claimed.keyId, claimed.key)
-          : services.idempotency.complete(claimed.keyId, claimed.key, reply.statusCode, payload);
-    recorded.then(() => done(null, payload), done);
+    record(claimed, reply.statusCode, payload).then(() => done(null, payload), done);
   });
 }
