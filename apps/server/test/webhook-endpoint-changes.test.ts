@@ -118,7 +118,11 @@ describe("webhook endpoints: get, update, enable and disable, rotate the secret"
     expect(on).toMatchObject({ actor: { type: "api_key", id: keyId }, data: { object: { id: endpoint.id, status: "enabled" } } });
     await touchPolicy(server, key);
     await eventually("the new event delivered", () => receiver.at("/toggle").length > sentBefore);
-    const list = await deliveriesOf(server, endpoint.id, key);
+    // Its success is recorded moments after the answer.
+    const list = await eventually("its success recorded", async () => {
+      const deliveries = await deliveriesOf(server, endpoint.id, key);
+      return deliveries[0]?.status === "succeeded" && deliveries;
+    });
     expect(list.map((d) => [d.event_type, d.status])).toEqual([
       ["policy.updated", "succeeded"],
       ["policy.updated", "failed"],

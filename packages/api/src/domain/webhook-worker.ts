@@ -207,9 +207,11 @@ export class WebhookWorker {
         this.running.delete(run);
         // A slot freed where deliveries may wait for one in the database (this instance or the endpoint was full).
         const wasFull = this.roomAt(d.endpointId) <= 0 || this.inFlight + this.waiting.length >= this.maxHeld;
+        // The freed slot can start a waiting attempt of this endpoint, or of any once all slots were taken.
+        const canStart = this.waitingAt.has(d.endpointId) || this.inFlight >= this.opts.maxInFlight;
         this.inFlight--;
         count(this.perEndpoint, d.endpointId, -1);
-        if (this.waiting.length) this.startWaiting().catch((err) => this.onError(err, "webhook delivery release failed"));
+        if (canStart) this.startWaiting().catch((err) => this.onError(err, "webhook delivery release failed"));
         if (wasFull) {
           this.claimSoon = true;
           this.schedule(REFILL_MS);
