@@ -5,7 +5,7 @@ export type { DomainConfig, Deps, Principal, WebhookConfig } from "./domain/deps
 export { AppError, errorEnvelope, type ErrorEnvelope } from "./domain/errors.js";
 export { createServices, type Services } from "./domain/services.js";
 export { ownerView, SESSION_IDLE_MS, type OwnerPrincipal } from "./domain/owners.js";
-export { addEventFanOut, eventStatements, eventView, type EventFanOut, type EventView, type NewEvent } from "./domain/events.js";
+export { addEventFanOut, eventJson, eventStatements, type EventFanOut, type EventView, type NewEvent } from "./domain/events.js";
 export { WebhookWorker, type WebhookWorkerOptions } from "./domain/webhook-worker.js";
 export { WebhookSender, type SendWebhook, type SendOutcome, type WebhookMessage } from "./webhooks/sender.js";
 export { ThreadedWebhookSender } from "./webhooks/threaded-sender.js";

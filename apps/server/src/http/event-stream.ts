@@ -1,4 +1,4 @@
-import { AppError, eventView, schemas, type Services } from "@cardctl/api";
+import { AppError, eventJson, schemas, type Services } from "@cardctl/api";
 import type { FastifyInstance } from "fastify";
 import { resetAsTimestamp } from "./rate-limit.js";
 
@@ -92,7 +92,7 @@ export function registerEventStream(app: FastifyInstance, services: Services, op
       try {
         for (const { event, cursor } of await feed.next()) {
           if (ended) return;
-          res.write(`id: ${cursor}\ndata: ${JSON.stringify(eventView(event))}\n\n`);
+          res.write(`id: ${cursor}\ndata: ${eventJson(event)}\n\n`);
         }
       } catch (err) {
         // The client reconnects (retry:) and resumes from its Last-Event-ID.

@@ -94,15 +94,24 @@ export function commitWithEvents(
 }
 
 /** An event as the API shows it (GET /v1/events, live streams, webhook bodies). */
-export const eventView = (e: EventRecord) => ({
+/** An event as the API shows it, but for its data. */
+const eventHead = (e: EventRecord) => ({
   id: e.id,
   object: "event" as const,
   type: e.type as EventType,
   created_at: isoTime(e.created_at),
   mode: e.mode,
   actor: { type: e.actor_type, id: e.actor_id },
-  data: { object: JSON.parse(e.data) as Record<string, unknown> },
 });
+
+export const eventView = (e: EventRecord) => ({ ...eventHead(e), data: { object: JSON.parse(e.data) as Record<string, unknown> } });
+
+/**
+ * An event's JSON, as `JSON.stringify(eventView(e))` writes it, with the stored data (written by
+ * JSON.stringify) spliced in as it is rather than parsed and written again: webhook bodies and the
+ * live stream.
+ */
+export const eventJson = (e: EventRecord): string => `${JSON.stringify(eventHead(e)).slice(0, -1)},"data":{"object":${e.data}}}`;
 
 export type EventView = ReturnType<typeof eventView>;
 

@@ -4,7 +4,7 @@ import { WebhookEndpointEntity, type EventRecord } from "../db/entities.js";
 import { fastRepository, padded, paddedLength, placeholders, queryRows, runAtomically, runSql, type Statement } from "../db/fast.js";
 import { backoffMs } from "./backoff.js";
 import type { Deps } from "./deps.js";
-import { addEventFanOut, commitWithEvents, eventView, SYSTEM, type EventStatement } from "./events.js";
+import { addEventFanOut, commitWithEvents, eventJson, SYSTEM, type EventStatement } from "./events.js";
 import { randomToken } from "./ids.js";
 import { endpointView, previousSecretUntil } from "./webhook-views.js";
 
@@ -30,7 +30,7 @@ function webhookBodies(): (event: EventRecord) => string {
   const made = new Map<string, string>();
   return (event) => {
     let body = made.get(event.id);
-    if (body === undefined) made.set(event.id, (body = JSON.stringify(eventView(event))));
+    if (body === undefined) made.set(event.id, (body = eventJson(event)));
     return body;
   };
 }
