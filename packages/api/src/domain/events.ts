@@ -93,7 +93,6 @@ export function commitWithEvents(
   });
 }
 
-/** An event as the API shows it (GET /v1/events, live streams, webhook bodies). */
 /** An event as the API shows it, but for its data. */
 const eventHead = (e: EventRecord) => ({
   id: e.id,
@@ -104,6 +103,7 @@ const eventHead = (e: EventRecord) => ({
   actor: { type: e.actor_type, id: e.actor_id },
 });
 
+/** An event as the API shows it (GET /v1/events). */
 export const eventView = (e: EventRecord) => ({ ...eventHead(e), data: { object: JSON.parse(e.data) as Record<string, unknown> } });
 
 /**
