@@ -94,7 +94,7 @@ export function commitWithEvents(
 }
 
 /** An event as the API shows it, but for its data. */
-const eventHead = (e: EventRecord) => ({
+const eventHead = (e: Omit<EventRecord, "seq">) => ({
   id: e.id,
   object: "event" as const,
   type: e.type as EventType,
@@ -104,14 +104,14 @@ const eventHead = (e: EventRecord) => ({
 });
 
 /** An event as the API shows it (GET /v1/events). */
-export const eventView = (e: EventRecord) => ({ ...eventHead(e), data: { object: JSON.parse(e.data) as Record<string, unknown> } });
+export const eventView = (e: Omit<EventRecord, "seq">) => ({ ...eventHead(e), data: { object: JSON.parse(e.data) as Record<string, unknown> } });
 
 /**
  * An event's JSON, as `JSON.stringify(eventView(e))` writes it, with the stored data (written by
  * JSON.stringify) spliced in as it is rather than parsed and written again: webhook bodies and the
  * live stream.
  */
-export const eventJson = (e: EventRecord): string => `${JSON.stringify(eventHead(e)).slice(0, -1)},"data":{"object":${e.data}}}`;
+export const eventJson = (e: Omit<EventRecord, "seq">): string => `${JSON.stringify(eventHead(e)).slice(0, -1)},"data":{"object":${e.data}}}`;
 
 export type EventView = ReturnType<typeof eventView>;
 

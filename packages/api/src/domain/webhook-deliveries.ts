@@ -26,7 +26,7 @@ const FRESH_PER_READ = 500;
 const ENDPOINTS_PER_CLAIM = 200;
 
 /** Webhook bodies of a batch of deliveries: an event going to several endpoints is made JSON once. */
-function webhookBodies(): (event: EventRecord) => string {
+function webhookBodies(): (event: Omit<EventRecord, "seq">) => string {
   const made = new Map<string, string>();
   return (event) => {
     let body = made.get(event.id);
@@ -283,7 +283,7 @@ export class WebhookDeliveryQueue {
       const event = fresh.get(r.id.slice(0, PREFIX_LENGTH));
       const w = endpoints.get(r.endpoint_id);
       if (!event || !w || r.lease_token !== leaseToken) return [];
-      const payload = payloadOf({ ...event, seq: 0 });
+      const payload = payloadOf(event);
       return [{ id: r.id, endpointId: r.endpoint_id, leaseToken, startBy, attempts: 1, retryUntil: null, createdAt: Number(r.created_at), url: w.url, secrets: signingSecrets(w), endpointEnabled: w.status === "enabled", eventId: event.id, payload }];
     });
   }
@@ -361,7 +361,6 @@ export class WebhookDeliveryQueue {
         r.e_id === null
           ? null
           : payloadOf({
-              seq: 0,
               id: r.e_id,
               account_id: r.e_account_id,
               mode: r.e_mode,
