@@ -31,7 +31,8 @@
  * BENCH_CPU_PROF=<dir> (server runs with --cpu-prof into <dir>), BENCH_NO_WRITE=1 (no json/md),
  * BENCH_WEBHOOK_ROUNDS (3: rounds of the webhook cases' none, three, three, none), BENCH_BREAKDOWN=1
  * (each case's CPU per request split over the server's main thread, its other threads, MariaDB, the
- * webhook receivers and the load generator).
+ * webhook receivers and the load generator), BENCH_NO_IDEM=1 (creates without an Idempotency-Key,
+ * to measure what the key's claim and answer cost; the targets assume the key).
  *
  * `npm run bench:layers` (BENCH_LAYERS=1) measures instead where GET /v1/balance's time goes: the
  * server is bench/layers-server.ts (the same app plus routes that stop at shallower layers), the
@@ -517,7 +518,7 @@ const createCase = (name: string, key: string, goal?: Goal): Case => ({
   method: "POST",
   path: "/v1/cards",
   body: JSON.stringify({ amount_cents: 1500, agent_id: "bench-agent", purpose: "benchmark" }),
-  idempotent: true,
+  idempotent: !process.env.BENCH_NO_IDEM,
   goal,
 });
 
