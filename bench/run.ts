@@ -32,7 +32,7 @@
  * BENCH_WEBHOOK_ROUNDS (3: rounds of the webhook cases' none, three, three, none), BENCH_BREAKDOWN=1
  * (each case's CPU per request split over the server's main thread, its other threads, MariaDB, the
  * webhook receivers and the load generator), BENCH_NO_IDEM=1 (creates without an Idempotency-Key,
- * to measure what the key's claim and answer cost; the targets assume the key).
+ * to measure what the key's claim and answer cost; the targets assume the key, so nothing is written).
  *
  * `npm run bench:layers` (BENCH_LAYERS=1) measures instead where GET /v1/balance's time goes: the
  * server is bench/layers-server.ts (the same app plus routes that stop at shallower layers), the
@@ -998,7 +998,8 @@ if (LAYERS) {
 const md = table(all);
 process.stdout.write(`\n${md}\n\n${verdictLines.map((v) => `- ${v}`).join("\n")}\n`);
 
-if (!process.env.BENCH_NO_WRITE) {
+// A run without Idempotency-Keys is not the targets' run: nothing is written.
+if (!process.env.BENCH_NO_WRITE && !process.env.BENCH_NO_IDEM) {
   mkdirSync(join(ROOT, "bench/results"), { recursive: true });
   const json = join(ROOT, "bench/results", `${stamp}.json`);
   writeFileSync(json, JSON.stringify({ machine: m, durationSeconds: DURATION, connections: CONNECTIONS, results: all, memory, targets: verdictLines }, null, 2));
