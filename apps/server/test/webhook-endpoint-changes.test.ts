@@ -1,21 +1,13 @@
 import { Webhook } from "standardwebhooks";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { expectError, startServer, type TestServer } from "./harness.js";
-import { deliveriesOf, endpointFor, eventually, FAST, startReceiver, touchPolicy, type Receiver } from "./webhook-receiver.js";
+import { describe, expect, it } from "vitest";
+import { expectError, type TestServer } from "./harness.js";
+import { deliveriesOf, endpointFor, eventually, touchPolicy, useServerAndReceiver, type Receiver } from "./webhook-receiver.js";
 
 /** Retrieving, changing, enabling and disabling an endpoint, and rotating its signing secret. */
 describe("webhook endpoints: get, update, enable and disable, rotate the secret", () => {
   let server: TestServer;
   let receiver: Receiver;
-  beforeAll(async () => {
-    server = await startServer(FAST);
-    receiver = await startReceiver();
-  });
-  afterAll(async () => {
-    await server?.close();
-    await receiver?.close();
-    expect(receiver.invalid).toEqual([]);
-  });
+  useServerAndReceiver((s, r) => ((server = s), (receiver = r)), { verified: true });
 
   /** A fresh account's full key, its key id, and the events of a type it saw. */
   async function account() {

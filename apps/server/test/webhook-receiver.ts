@@ -1,8 +1,8 @@
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { Webhook } from "standardwebhooks";
-import { expect } from "vitest";
-import type { TestServer } from "./harness.js";
+import { afterAll, beforeAll, expect } from "vitest";
+import { startServer, type TestServer } from "./harness.js";
 
 /** How the receiver answers: 200 (ok), a status, a redirect, or never (hang). */
 export type Behaviour = "ok" | "hang" | "redirect" | number;
@@ -78,6 +78,25 @@ export type Receiver = Awaited<ReturnType<typeof startReceiver>>;
 
 /** A fast schedule for tests: 300 ms attempts, retries from 50 ms (the defaults are 10 s and 5 s). */
 export const FAST = { WEBHOOK_ALLOW_PRIVATE: "1", WEBHOOK_TIMEOUT_MS: "300", WEBHOOK_RETRY_BASE_MS: "50" };
+
+/**
+ * A server on the FAST schedule and a receiver for a describe block: started before its tests and
+ * handed to `set`, closed after them; with `verified`, every delivery must then have verified.
+ */
+export function useServerAndReceiver(set: (server: TestServer, receiver: Receiver) => void, o: { verified?: boolean } = {}): void {
+  let server: TestServer | undefined;
+  let receiver: Receiver | undefined;
+  beforeAll(async () => {
+    server = await startServer(FAST);
+    receiver = await startReceiver();
+    set(server, receiver);
+  });
+  afterAll(async () => {
+    await server?.close();
+    await receiver?.close();
+    if (o.verified) expect(receiver?.invalid).toEqual([]);
+  });
+}
 
 /** Creates an endpoint for `path` on the receiver and tells the receiver its secret. */
 export async function endpointFor(server: TestServer, receiver: Receiver, path: string, events: string[] = ["*"], key?: string) {

@@ -2,19 +2,12 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { expectError, requestTo, startServer, type TestServer } from "./harness.js";
 import { ownerSession } from "./helpers.js";
 import { processDatabase, spawnServer, type ServerProcess } from "./processes.js";
-import { deliveriesOf, endpointFor, eventually, FAST, startReceiver, touchPolicy, type Receiver } from "./webhook-receiver.js";
+import { deliveriesOf, endpointFor, eventually, FAST, startReceiver, touchPolicy, useServerAndReceiver, type Receiver } from "./webhook-receiver.js";
 
 describe("webhook endpoints: API", () => {
   let server: TestServer;
   let receiver: Receiver;
-  beforeAll(async () => {
-    server = await startServer(FAST);
-    receiver = await startReceiver();
-  });
-  afterAll(async () => {
-    await server?.close();
-    await receiver?.close();
-  });
+  useServerAndReceiver((s, r) => ((server = s), (receiver = r)));
 
   it("creates an endpoint and shows its secret once", async () => {
     const created = await server.request("POST", "/v1/webhook_endpoints", {
@@ -158,15 +151,7 @@ describe("webhook delivery: a hanging receiver", () => {
 describe("webhook delivery", () => {
   let server: TestServer;
   let receiver: Receiver;
-  beforeAll(async () => {
-    server = await startServer(FAST);
-    receiver = await startReceiver();
-  });
-  afterAll(async () => {
-    await server?.close();
-    await receiver?.close();
-    expect(receiver.invalid).toEqual([]);
-  });
+  useServerAndReceiver((s, r) => ((server = s), (receiver = r)), { verified: true });
 
   /** A fresh account (so its events are its own), with a full key. */
   async function account() {
