@@ -1,7 +1,7 @@
 import { Webhook } from "standardwebhooks";
 import { describe, expect, it } from "vitest";
 import { expectError, type TestServer } from "./harness.js";
-import { deliveriesOf, endpointFor, eventually, touchPolicy, useServerAndReceiver, type Receiver } from "./webhook-receiver.js";
+import { deliveriesOf, deliveriesWhen, endpointFor, eventually, touchPolicy, useServerAndReceiver, type Receiver } from "./webhook-receiver.js";
 
 /** Retrieving, changing, enabling and disabling an endpoint, and rotating its signing secret. */
 describe("webhook endpoints: get, update, enable and disable, rotate the secret", () => {
@@ -111,10 +111,7 @@ describe("webhook endpoints: get, update, enable and disable, rotate the secret"
     await touchPolicy(server, key);
     await eventually("the new event delivered", () => receiver.at("/toggle").length > sentBefore);
     // Its success is recorded moments after the answer.
-    const list = await eventually("its success recorded", async () => {
-      const deliveries = await deliveriesOf(server, endpoint.id, key);
-      return deliveries[0]?.status === "succeeded" && deliveries;
-    });
+    const list = await deliveriesWhen("its success recorded", server, endpoint.id, key, (d) => d[0]?.status === "succeeded");
     expect(list.map((d) => [d.event_type, d.status])).toEqual([
       ["policy.updated", "succeeded"],
       ["policy.updated", "failed"],

@@ -109,5 +109,12 @@ export async function endpointFor(server: TestServer, receiver: Receiver, path: 
 export const deliveriesOf = async (server: TestServer, endpointId: string, key?: string) =>
   (await server.request("GET", `/v1/webhook_endpoints/${endpointId}/deliveries?limit=100`, { key })).body.data as any[];
 
+/** An endpoint's deliveries (newest first) once `ready` holds for them, polled as `eventually` does. */
+export const deliveriesWhen = (what: string, server: TestServer, endpointId: string, key: string | undefined, ready: (deliveries: any[]) => boolean) =>
+  eventually(what, async () => {
+    const deliveries = await deliveriesOf(server, endpointId, key);
+    return ready(deliveries) && deliveries;
+  });
+
 /** A state change with an event: the default policy updated. */
 export const touchPolicy = (server: TestServer, key?: string) => server.request("PUT", "/v1/policies/default", { body: { max_amount_cents: 40000 }, key });
