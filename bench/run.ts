@@ -61,6 +61,8 @@ const MEMORY_REQUESTS = Number(process.env.BENCH_MEMORY_REQUESTS ?? 200_000);
 const CPU_PROF = process.env.BENCH_CPU_PROF;
 const LAYERS = process.env.BENCH_LAYERS === "1";
 const BREAKDOWN = process.env.BENCH_BREAKDOWN === "1";
+/** Creates without an Idempotency-Key: not the targets' run, so nothing is written. */
+const NO_IDEM = process.env.BENCH_NO_IDEM === "1";
 const ROUNDS = LAYERS ? Number(process.env.BENCH_ROUNDS ?? 3) : 1;
 const ADMIN_TOKEN = `adm_bench_${randomBytes(16).toString("hex")}`;
 const MYSQL_ROOT = "mysql://root@127.0.0.1:3306/";
@@ -518,7 +520,7 @@ const createCase = (name: string, key: string, goal?: Goal): Case => ({
   method: "POST",
   path: "/v1/cards",
   body: JSON.stringify({ amount_cents: 1500, agent_id: "bench-agent", purpose: "benchmark" }),
-  idempotent: !process.env.BENCH_NO_IDEM,
+  idempotent: !NO_IDEM,
   goal,
 });
 
@@ -998,8 +1000,7 @@ if (LAYERS) {
 const md = table(all);
 process.stdout.write(`\n${md}\n\n${verdictLines.map((v) => `- ${v}`).join("\n")}\n`);
 
-// A run without Idempotency-Keys is not the targets' run: nothing is written.
-if (!process.env.BENCH_NO_WRITE && !process.env.BENCH_NO_IDEM) {
+if (!process.env.BENCH_NO_WRITE && !NO_IDEM) {
   mkdirSync(join(ROOT, "bench/results"), { recursive: true });
   const json = join(ROOT, "bench/results", `${stamp}.json`);
   writeFileSync(json, JSON.stringify({ machine: m, durationSeconds: DURATION, connections: CONNECTIONS, results: all, memory, targets: verdictLines }, null, 2));
