@@ -60,6 +60,25 @@ describe(`atomic statement groups (${ROOT ? "mysql" : "sqlite"})`, () => {
     expect(await values()).toEqual([1, 0, 7]);
   });
 
+  it("undoes a failing lone statement alone, all of its rows, beside others committed with it", async () => {
+    // Same turn of the event loop: on SQLite one group commit, where a lone statement has no savepoint.
+    const [bad, good, atomic] = await Promise.allSettled([
+      runSql(ds, "INSERT INTO t VALUES (10, 1), (1, 1)", []),
+      runSql(ds, "INSERT INTO t VALUES (11, 2)", []),
+      runAtomically(ds, [{ sql: "INSERT INTO t VALUES (12, 3)", params: [] }]),
+    ]);
+    expect(bad.status).toBe("rejected");
+    expect([good.status, atomic.status]).toEqual(["fulfilled", "fulfilled"]);
+    expect(await values()).toEqual([1, 0, 7, 2, 3]);
+    await runSql(ds, "DELETE FROM t WHERE id > 10", []);
+  });
+
+  it("rolls back a lone conditional statement that changed more rows than expected", async () => {
+    const res = await runAtomically(ds, [{ sql: "UPDATE t SET v = v + 100 WHERE id IN (1, 2)", params: [], expect: 1 }]);
+    expect(res).toBeNull();
+    expect(await values()).toEqual([1, 0, 7]);
+  });
+
   it("keeps other statements out of an open group (many groups and single statements at once)", async () => {
     await Promise.all(
       Array.from({ length: 40 }, (_, i) =>

@@ -100,7 +100,7 @@ async function mysqlExecute(on: MysqlExecutor, sql: string, params: unknown[]): 
 export async function runSql(ds: DataSource, sql: string, params: unknown[]): Promise<SqlResult> {
   if (ds.options.type === "better-sqlite3") {
     const stmt = prepared(ds, sql);
-    return stmt.reader ? execute(stmt, params) : inGroupCommit(ds, () => execute(stmt, params));
+    return stmt.reader ? execute(stmt, params) : inGroupCommit(ds, () => execute(stmt, params), false);
   }
   const pool = (ds.driver as unknown as { pool: MysqlExecutor }).pool;
   return retryOnDeadlock(() => mysqlExecute(pool, sql, params));
@@ -137,6 +137,7 @@ function execute(stmt: PreparedStatement, params: unknown[]): SqlResult {
 
 interface Queued {
   work: () => unknown;
+  savepoint: boolean;
   resolve(value: unknown): void;
   reject(err: unknown): void;
 }
@@ -145,17 +146,20 @@ const queues = new WeakMap<DataSource, Queued[]>();
 /**
  * SQLite group commit: the writes that requests ask for during one turn of the event loop commit
  * together in one transaction, each inside its own savepoint (a failing one, a unique violation or
- * a conditional group that missed, rolls back alone and fails only its own caller). Every caller
+ * a conditional group that missed, rolls back alone and fails only its own caller). A lone
+ * statement needs none (`savepoint` false): SQLite undoes a failing statement's own changes and
+ * keeps the transaction, and a savepoint costs ~20 µs per item (its sub-journal copies every page
+ * the item touches; BENCHMARKS.md fix 40). Every caller
  * is answered after the commit, so what it was told is durable, as with a commit of its own. A
  * commit in WAL mode writes every page the transaction changed; one card's writes touched ~15
  * pages per commit in six commits, most of them the same tail pages of the tables and indexes, so
  * batching them cuts the WAL writes (and their system calls) that were most of a create's cost.
  * MySQL needs none of this: InnoDB groups concurrent commits itself.
  */
-function inGroupCommit<T>(ds: DataSource, work: () => T): Promise<T> {
+function inGroupCommit<T>(ds: DataSource, work: () => T, savepoint: boolean): Promise<T> {
   let queue = queues.get(ds);
   if (!queue) queues.set(ds, (queue = []));
-  const done = new Promise<T>((resolve, reject) => queue.push({ work, resolve: resolve as (v: unknown) => void, reject }));
+  const done = new Promise<T>((resolve, reject) => queue.push({ work, savepoint, resolve: resolve as (v: unknown) => void, reject }));
   if (queue.length === 1) setImmediate(() => commitGroup(ds));
   return done;
 }
@@ -169,9 +173,9 @@ function commitGroup(ds: DataSource): void {
   const outcomes: { ok: boolean; value: unknown }[] = [];
   try {
     db.transaction(() => {
-      for (const { work } of group) {
+      for (const { work, savepoint } of group) {
         try {
-          outcomes.push({ ok: true, value: db.transaction(work)() });
+          outcomes.push({ ok: true, value: savepoint ? db.transaction(work)() : work() });
         } catch (err) {
           // An error that ended the whole transaction (I/O, disk full) fails the group.
           if (!db.inTransaction) throw err;
@@ -213,7 +217,12 @@ export async function runAtomically(ds: DataSource, steps: Statement[]): Promise
   };
   try {
     if (ds.options.type === "better-sqlite3")
-      return await inGroupCommit(ds, () => steps.map((step) => check(step, sqliteRun(ds, step.sql, step.params))));
+      // One statement without a row-count condition is atomic by itself; any more need a savepoint.
+      return await inGroupCommit(
+        ds,
+        () => steps.map((step) => check(step, sqliteRun(ds, step.sql, step.params))),
+        steps.length > 1 || steps[0]?.expect !== undefined,
+      );
     const pool = (ds.driver as unknown as { pool: { getConnection(done: (err: Error | null, c: MysqlConnection) => void): void } }).pool;
     return await retryOnDeadlock(async () => {
       const conn = await new Promise<MysqlConnection>((resolve, reject) => pool.getConnection((err, c) => (err ? reject(err) : resolve(c))));
