@@ -73,6 +73,31 @@ describe(`atomic statement groups (${ROOT ? "mysql" : "sqlite"})`, () => {
     await runSql(ds, "DELETE FROM t WHERE id > 10", []);
   });
 
+  it("undoes a group that failed after writing alone, beside others committed with it", async () => {
+    // Same turn of the event loop: on SQLite one group commit, run again with savepoints once a group failed after writing.
+    const [failed, missed, lone, group] = await Promise.allSettled([
+      runAtomically(ds, [
+        { sql: "UPDATE t SET v = 5 WHERE id = 2", params: [] },
+        { sql: "INSERT INTO t VALUES (?, ?)", params: [1, 1] },
+      ]),
+      runAtomically(ds, [
+        { sql: "INSERT INTO t VALUES (?, ?)", params: [13, 6] },
+        { sql: "UPDATE t SET v = 9 WHERE id = 1 AND v = 0", params: [], expect: 1 },
+      ]),
+      runSql(ds, "INSERT INTO t VALUES (11, 2)", []),
+      runAtomically(ds, [
+        { sql: "UPDATE t SET v = v + 1 WHERE id = 3 AND v = 7", params: [], expect: 1 },
+        { sql: "INSERT INTO t VALUES (?, ?)", params: [12, 3] },
+      ]),
+    ]);
+    expect(failed.status).toBe("rejected");
+    expect(missed).toEqual({ status: "fulfilled", value: null });
+    expect([lone.status, group.status]).toEqual(["fulfilled", "fulfilled"]);
+    expect(await values()).toEqual([1, 0, 8, 2, 3]);
+    await runSql(ds, "DELETE FROM t WHERE id > 10", []);
+    await runSql(ds, "UPDATE t SET v = 7 WHERE id = 3", []);
+  });
+
   it("rolls back a lone conditional statement that changed more rows than expected", async () => {
     const res = await runAtomically(ds, [{ sql: "UPDATE t SET v = v + 100 WHERE id IN (1, 2)", params: [], expect: 1 }]);
     expect(res).toBeNull();

@@ -137,7 +137,8 @@ function execute(stmt: PreparedStatement, params: unknown[]): SqlResult {
 
 interface Queued {
   work: () => unknown;
-  savepoint: boolean;
+  /** Several statements, or one with a row-count condition: may fail after writing. */
+  atomic: boolean;
   resolve(value: unknown): void;
   reject(err: unknown): void;
 }
@@ -145,23 +146,33 @@ const queues = new WeakMap<DataSource, Queued[]>();
 
 /**
  * SQLite group commit: the writes that requests ask for during one turn of the event loop commit
- * together in one transaction, each inside its own savepoint (a failing one, a unique violation or
- * a conditional group that missed, rolls back alone and fails only its own caller). A lone
- * statement needs none (`savepoint` false): SQLite undoes a failing statement's own changes and
- * keeps the transaction, and a savepoint costs ~20 µs per item (its sub-journal copies every page
- * the item touches; BENCHMARKS.md fix 40). Every caller
- * is answered after the commit, so what it was told is durable, as with a commit of its own. A
- * commit in WAL mode writes every page the transaction changed; one card's writes touched ~15
- * pages per commit in six commits, most of them the same tail pages of the tables and indexes, so
- * batching them cuts the WAL writes (and their system calls) that were most of a create's cost.
- * MySQL needs none of this: InnoDB groups concurrent commits itself.
+ * together in one transaction. Every caller is answered after the commit, so what it was told is
+ * durable, as with a commit of its own. A commit in WAL mode writes every page the transaction
+ * changed; one card's writes touched ~15 pages per commit in six commits, most of them the same
+ * tail pages of the tables and indexes, so batching them cuts the WAL writes (and their system
+ * calls) that were most of a create's cost. MySQL needs none of this: InnoDB groups concurrent
+ * commits itself.
+ *
+ * A failing item (a unique violation, a conditional group that missed) fails only its own caller.
+ * SQLite undoes a failing statement's own changes and keeps the transaction open, so an item that
+ * failed before writing anything needs nothing more. One that failed after some of its statements
+ * wrote (`PartlyWritten`) is undone by running the group again, each such item (`atomic`) in a
+ * savepoint of its own. Savepoints are kept for that rare case: each cost 20–35 µs per item (its
+ * sub-journal copies every page the item touches; BENCHMARKS.md fixes 40 and 41).
  */
-function inGroupCommit<T>(ds: DataSource, work: () => T, savepoint: boolean): Promise<T> {
+function inGroupCommit<T>(ds: DataSource, work: () => T, atomic: boolean): Promise<T> {
   let queue = queues.get(ds);
   if (!queue) queues.set(ds, (queue = []));
-  const done = new Promise<T>((resolve, reject) => queue.push({ work, savepoint, resolve: resolve as (v: unknown) => void, reject }));
+  const done = new Promise<T>((resolve, reject) => queue.push({ work, atomic, resolve: resolve as (v: unknown) => void, reject }));
   if (queue.length === 1) setImmediate(() => commitGroup(ds));
   return done;
+}
+
+/** Thrown by a group item that failed after some of its statements wrote: only a rollback undoes them. */
+class PartlyWritten extends Error {
+  constructor(readonly original: unknown) {
+    super("a statement group failed after writing");
+  }
 }
 
 function commitGroup(ds: DataSource): void {
@@ -170,24 +181,45 @@ function commitGroup(ds: DataSource): void {
   if (db.inTransaction) return void setImmediate(() => commitGroup(ds));
   const group = queues.get(ds)!;
   queues.set(ds, []);
-  const outcomes: { ok: boolean; value: unknown }[] = [];
+  let outcomes: Outcome[] | null;
   try {
-    db.transaction(() => {
-      for (const { work, savepoint } of group) {
-        try {
-          outcomes.push({ ok: true, value: savepoint ? db.transaction(work)() : work() });
-        } catch (err) {
-          // An error that ended the whole transaction (I/O, disk full) fails the group.
-          if (!db.inTransaction) throw err;
-          outcomes.push({ ok: false, value: err });
-        }
-      }
-    }).immediate();
+    outcomes = commitOnce(db, group, false) ?? commitOnce(db, group, true);
   } catch (err) {
     for (const q of group) q.reject(err);
     return;
   }
-  group.forEach((q, i) => (outcomes[i]!.ok ? q.resolve(outcomes[i]!.value) : q.reject(outcomes[i]!.value)));
+  group.forEach((q, i) => (outcomes![i]!.ok ? q.resolve(outcomes![i]!.value) : q.reject(outcomes![i]!.value)));
+}
+
+type Outcome = { ok: boolean; value: unknown };
+const GIVE_UP = Symbol("partly written");
+
+/**
+ * One transaction of a group's items, in order: their outcomes, or (`careful` false) null when an
+ * item failed after writing, with everything rolled back. `careful` runs each atomic item in a
+ * savepoint, which undoes it alone.
+ */
+function commitOnce(db: SqliteConnection, group: Queued[], careful: boolean): Outcome[] | null {
+  const outcomes: Outcome[] = [];
+  try {
+    db.transaction(() => {
+      for (const { work, atomic } of group) {
+        try {
+          outcomes.push({ ok: true, value: careful && atomic ? db.transaction(work)() : work() });
+        } catch (err) {
+          // An error that ended the whole transaction (I/O, disk full) fails the group.
+          if (!db.inTransaction) throw err;
+          if (!(err instanceof PartlyWritten)) outcomes.push({ ok: false, value: err });
+          else if (careful) outcomes.push({ ok: false, value: err.original });
+          else throw GIVE_UP;
+        }
+      }
+    }).immediate();
+  } catch (err) {
+    if (err === GIVE_UP) return null;
+    throw err;
+  }
+  return outcomes;
 }
 
 /** The rows of one statement (none for writes), through runSql. */
@@ -203,26 +235,35 @@ class Missed extends Error {}
 
 type MysqlConnection = MysqlExecutor & { query(sql: string, done: (err: Error | null) => void): void; release(): void };
 
+/** Whether a conditional statement (`expect`) changed another number of rows than it expects. */
+const missed = (step: Statement, res: SqlResult) => step.expect !== undefined && res.affected !== step.expect;
+
+/**
+ * A step of an atomic group on SQLite. A failure after anything may have been written (a later
+ * step, or a conditional one that changed too many rows) is PartlyWritten: only a rollback undoes it.
+ */
+function sqliteStep(ds: DataSource, step: Statement, index: number): SqlResult {
+  let res: SqlResult;
+  try {
+    res = sqliteRun(ds, step.sql, step.params);
+  } catch (err) {
+    throw index > 0 ? new PartlyWritten(err) : err;
+  }
+  if (missed(step, res)) throw index > 0 || res.affected! > 0 ? new PartlyWritten(new Missed()) : new Missed();
+  return res;
+}
+
 /**
  * Runs statements as one transaction: all of them or none. A statement with `expect` that changes
  * another number of rows (a conditional claim that lost) rolls the whole group back: the answer
- * is then null. On SQLite the group runs synchronously in its own savepoint of a group commit, so
- * no other request's statement on the shared connection can land inside it; on MySQL it runs on one
- * pooled connection, and the whole group runs again when InnoDB picks it as a deadlock victim.
+ * is then null. On SQLite the group runs synchronously in a group commit, so no other request's
+ * statement on the shared connection can land inside it; on MySQL it runs on one pooled
+ * connection, and the whole group runs again when InnoDB picks it as a deadlock victim.
  */
 export async function runAtomically(ds: DataSource, steps: Statement[]): Promise<SqlResult[] | null> {
-  const check = (step: Statement, res: SqlResult) => {
-    if (step.expect !== undefined && res.affected !== step.expect) throw new Missed();
-    return res;
-  };
   try {
     if (ds.options.type === "better-sqlite3")
-      // One statement without a row-count condition is atomic by itself; any more need a savepoint.
-      return await inGroupCommit(
-        ds,
-        () => steps.map((step) => check(step, sqliteRun(ds, step.sql, step.params))),
-        steps.length > 1 || steps[0]?.expect !== undefined,
-      );
+      return await inGroupCommit(ds, () => steps.map((step, i) => sqliteStep(ds, step, i)), steps.length > 1 || steps[0]?.expect !== undefined);
     const pool = (ds.driver as unknown as { pool: { getConnection(done: (err: Error | null, c: MysqlConnection) => void): void } }).pool;
     return await retryOnDeadlock(async () => {
       const conn = await new Promise<MysqlConnection>((resolve, reject) => pool.getConnection((err, c) => (err ? reject(err) : resolve(c))));
@@ -230,7 +271,11 @@ export async function runAtomically(ds: DataSource, steps: Statement[]): Promise
       try {
         await query("START TRANSACTION");
         const results: SqlResult[] = [];
-        for (const step of steps) results.push(check(step, await mysqlExecute(conn, step.sql, step.params)));
+        for (const step of steps) {
+          const res = await mysqlExecute(conn, step.sql, step.params);
+          if (missed(step, res)) throw new Missed();
+          results.push(res);
+        }
         await query("COMMIT");
         return results;
       } catch (err) {
