@@ -100,7 +100,7 @@ async function mysqlExecute(on: MysqlExecutor, sql: string, params: unknown[]): 
 export async function runSql(ds: DataSource, sql: string, params: unknown[]): Promise<SqlResult> {
   if (ds.options.type === "better-sqlite3") {
     const stmt = prepared(ds, sql);
-    return stmt.reader ? execute(stmt, params) : inGroupCommit(ds, () => execute(stmt, params), false);
+    return stmt.reader ? execute(stmt, params) : inGroupCommit(ds, () => execute(stmt, params));
   }
   const pool = (ds.driver as unknown as { pool: MysqlExecutor }).pool;
   return retryOnDeadlock(() => mysqlExecute(pool, sql, params));
@@ -137,8 +137,6 @@ function execute(stmt: PreparedStatement, params: unknown[]): SqlResult {
 
 interface Queued {
   work: () => unknown;
-  /** Several statements, or one with a row-count condition: may fail after writing. */
-  atomic: boolean;
   resolve(value: unknown): void;
   reject(err: unknown): void;
 }
@@ -156,14 +154,14 @@ const queues = new WeakMap<DataSource, Queued[]>();
  * A failing item (a unique violation, a conditional group that missed) fails only its own caller.
  * SQLite undoes a failing statement's own changes and keeps the transaction open, so an item that
  * failed before writing anything needs nothing more. One that failed after some of its statements
- * wrote (`PartlyWritten`) is undone by running the group again, each such item (`atomic`) in a
- * savepoint of its own. Savepoints are kept for that rare case: each cost 20–35 µs per item (its
- * sub-journal copies every page the item touches; BENCHMARKS.md fixes 40 and 41).
+ * wrote (`PartlyWritten`) is undone by running the group again, each item in a savepoint of its
+ * own. Savepoints are kept for that rare case: each cost 20–35 µs per item (its sub-journal copies
+ * every page the item touches; BENCHMARKS.md fixes 40 and 41).
  */
-function inGroupCommit<T>(ds: DataSource, work: () => T, atomic: boolean): Promise<T> {
+function inGroupCommit<T>(ds: DataSource, work: () => T): Promise<T> {
   let queue = queues.get(ds);
   if (!queue) queues.set(ds, (queue = []));
-  const done = new Promise<T>((resolve, reject) => queue.push({ work, atomic, resolve: resolve as (v: unknown) => void, reject }));
+  const done = new Promise<T>((resolve, reject) => queue.push({ work, resolve: resolve as (v: unknown) => void, reject }));
   if (queue.length === 1) setImmediate(() => commitGroup(ds));
   return done;
 }
@@ -181,14 +179,15 @@ function commitGroup(ds: DataSource): void {
   if (db.inTransaction) return void setImmediate(() => commitGroup(ds));
   const group = queues.get(ds)!;
   queues.set(ds, []);
-  let outcomes: Outcome[] | null;
+  let outcomes: Outcome[];
   try {
-    outcomes = commitOnce(db, group, false) ?? commitOnce(db, group, true);
+    // The careful run never gives up (null): it undoes a failing item alone.
+    outcomes = commitOnce(db, group, false) ?? commitOnce(db, group, true)!;
   } catch (err) {
     for (const q of group) q.reject(err);
     return;
   }
-  group.forEach((q, i) => (outcomes![i]!.ok ? q.resolve(outcomes![i]!.value) : q.reject(outcomes![i]!.value)));
+  group.forEach((q, i) => (outcomes[i]!.ok ? q.resolve(outcomes[i]!.value) : q.reject(outcomes[i]!.value)));
 }
 
 type Outcome = { ok: boolean; value: unknown };
@@ -196,16 +195,16 @@ const GIVE_UP = Symbol("partly written");
 
 /**
  * One transaction of a group's items, in order: their outcomes, or (`careful` false) null when an
- * item failed after writing, with everything rolled back. `careful` runs each atomic item in a
- * savepoint, which undoes it alone.
+ * item failed after writing, with everything rolled back. `careful` runs each item in a savepoint,
+ * which undoes it alone.
  */
 function commitOnce(db: SqliteConnection, group: Queued[], careful: boolean): Outcome[] | null {
   const outcomes: Outcome[] = [];
   try {
     db.transaction(() => {
-      for (const { work, atomic } of group) {
+      for (const { work } of group) {
         try {
-          outcomes.push({ ok: true, value: careful && atomic ? db.transaction(work)() : work() });
+          outcomes.push({ ok: true, value: careful ? db.transaction(work)() : work() });
         } catch (err) {
           // An error that ended the whole transaction (I/O, disk full) fails the group.
           if (!db.inTransaction) throw err;
@@ -263,7 +262,7 @@ function sqliteStep(ds: DataSource, step: Statement, index: number): SqlResult {
 export async function runAtomically(ds: DataSource, steps: Statement[]): Promise<SqlResult[] | null> {
   try {
     if (ds.options.type === "better-sqlite3")
-      return await inGroupCommit(ds, () => steps.map((step, i) => sqliteStep(ds, step, i)), steps.length > 1 || steps[0]?.expect !== undefined);
+      return await inGroupCommit(ds, () => steps.map((step, i) => sqliteStep(ds, step, i)));
     const pool = (ds.driver as unknown as { pool: { getConnection(done: (err: Error | null, c: MysqlConnection) => void): void } }).pool;
     return await retryOnDeadlock(async () => {
       const conn = await new Promise<MysqlConnection>((resolve, reject) => pool.getConnection((err, c) => (err ? reject(err) : resolve(c))));
