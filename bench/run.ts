@@ -49,6 +49,7 @@ import autocannon from "autocannon";
 import Stripe from "stripe";
 // The server's own id alphabet and generator (a pool of random bytes: cheap for a million ids).
 import { randomToken } from "../packages/api/src/domain/ids.js";
+import { cpuMs } from "./proc.js";
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const DURATION = Number(process.env.BENCH_DURATION ?? 10);
@@ -129,15 +130,6 @@ function startProcess(script: string, env: Record<string, string>, banner: RegEx
     });
   });
 }
-
-/**
- * CPU time (user + system) in ms of a process, or of one of its threads given `tid`, from
- * /proc/<pid>/stat or /proc/<pid>/task/<tid>/stat (clock ticks of 10 ms).
- */
-const cpuMs = (pid: number, tid?: number): number => {
-  const fields = readFileSync(tid === undefined ? `/proc/${pid}/stat` : `/proc/${pid}/task/${tid}/stat`, "utf8").split(") ")[1]!.split(" ");
-  return (Number(fields[11]) + Number(fields[12])) * 10;
-};
 
 /** MariaDB's server process on this machine, if it runs here. */
 const mysqldPid = (() => {
