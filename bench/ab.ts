@@ -14,12 +14,11 @@
  * cycling over 2,000 cards: the first decision on a card approves it, the rest decline).
  * Arguments: case, seconds per round, rounds, the builds' dist folders.
  */
-import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import autocannon from "autocannon";
-import { cpuMs } from "./proc.js";
+import { cpuMs, START_FLAGS, startProcess, type Proc } from "./processes.js";
 
 const [kind, seconds, rounds, ...builds] = process.argv.slice(2);
 if (!["create", "balance", "auth"].includes(kind ?? "") || !(Number(seconds) > 0) || !(Number(rounds) > 0) || builds.length < 2) {
@@ -27,29 +26,17 @@ if (!["create", "balance", "auth"].includes(kind ?? "") || !(Number(seconds) > 0
   process.exit(2);
 }
 
-interface Server {
-  proc: ChildProcess;
-  url: string;
+interface Server extends Proc {
   key: string;
   cards: string[];
 }
 
-/** A build's server on a fresh SQLite file, answering; its demo key read from the first start. */
-async function start(dist: string, port: number): Promise<Server> {
+/** A build's server as `npm start` runs it, on a fresh SQLite file; the demo key of its first start. */
+async function start(dist: string): Promise<Server> {
   const dir = mkdtempSync(join(tmpdir(), "cardctl-ab-"));
-  const proc = spawn(process.execPath, ["--max-semi-space-size=8", join(resolve(dist), "main.js")], {
-    env: { ...process.env, PORT: String(port), DATABASE_URL: `sqlite:${dir}/db.sqlite`, LOG_LEVEL: "warn", RATE_LIMIT_PER_HOUR: "1000000000", MAINTENANCE_INTERVAL_MS: "0" },
-    stdio: ["ignore", "pipe", "inherit"],
-  });
-  let out = "";
-  await new Promise<void>((done, fail) => {
-    proc.once("exit", (code) => fail(new Error(`${dist}: the server exited (${code})`)));
-    proc.stdout!.on("data", (chunk) => {
-      out += chunk;
-      if (/sk_test_\S+/.test(out) && out.includes("cardctl listening")) done();
-    });
-  });
-  return { proc, url: `http://127.0.0.1:${port}`, key: /sk_test_[A-Za-z0-9_-]+/.exec(out)![0], cards: [] };
+  const env = { PORT: "0", DATABASE_URL: `sqlite:${dir}/db.sqlite`, LOG_LEVEL: "warn", RATE_LIMIT_PER_HOUR: "1000000000", MAINTENANCE_INTERVAL_MS: "0" };
+  const proc = await startProcess(join(resolve(dist), "main.js"), env, /cardctl listening on ([^\s"]+)/, START_FLAGS);
+  return { ...proc, key: /sk_test_[A-Za-z0-9_-]+/.exec(proc.output)![0], cards: [] };
 }
 
 const headers = (s: Server) => ({ authorization: `Bearer ${s.key}`, "content-type": "application/json" });
@@ -77,7 +64,7 @@ function load(s: Server, duration: number): Promise<Outcome> {
 }
 
 const servers: Server[] = [];
-for (const [i, dist] of builds.entries()) servers.push(await start(dist, 4790 + i));
+for (const dist of builds) servers.push(await start(dist));
 if (kind === "auth") for (const s of servers) await makeCards(s);
 for (const s of servers) await load(s, 2);
 
@@ -86,17 +73,14 @@ for (let r = 0; r < Number(rounds); r++) {
   const order = [...builds.keys()];
   for (const i of r % 2 ? order.reverse() : order) {
     const s = servers[i]!;
-    const before = cpuMs(s.proc.pid!);
+    const before = cpuMs(s.child.pid!);
     const res = await load(s, Number(seconds));
     const ok = res["2xx"];
-    cpuPerRequest[i]!.push(((cpuMs(s.proc.pid!) - before) * 1000) / ok);
+    cpuPerRequest[i]!.push(((cpuMs(s.child.pid!) - before) * 1000) / ok);
     if (res.non2xx || res.errors) console.log(`${builds[i]}: round ${r + 1}: ${res.non2xx} non-2xx, ${res.errors} errors`);
   }
 }
-for (const s of servers) {
-  s.proc.kill("SIGINT");
-  await new Promise((done) => s.proc.once("exit", done));
-}
+for (const s of servers) await s.stop();
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 for (const [i, dist] of builds.entries()) {

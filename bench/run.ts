@@ -38,20 +38,18 @@
  * server is bench/layers-server.ts (the same app plus routes that stop at shallower layers), the
  * cases run interleaved in BENCH_ROUNDS rounds (3) and the medians are printed; nothing is written.
  */
-import { execFileSync, spawn, type ChildProcess } from "node:child_process";
+import { execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { connect } from "node:net";
 import { cpus, tmpdir, totalmem } from "node:os";
-import { dirname, join, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
+import { join, resolve } from "node:path";
 import autocannon from "autocannon";
 import Stripe from "stripe";
 // The server's own id alphabet and generator (a pool of random bytes: cheap for a million ids).
 import { randomToken } from "../packages/api/src/domain/ids.js";
-import { cpuMs } from "./proc.js";
+import { cpuMs, ROOT, START_FLAGS, startProcess, type Proc } from "./processes.js";
 
-const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const DURATION = Number(process.env.BENCH_DURATION ?? 10);
 /** Rounds of the webhook cases' none, three, three, none (each segment DURATION / 2). */
 const WEBHOOK_ROUNDS = Number(process.env.BENCH_WEBHOOK_ROUNDS ?? 3);
@@ -73,63 +71,7 @@ const AUTHORIZATION_ALONE = "issuing_authorization.request alone";
 const HELPER_ALONE = "POST /v1/test_helpers/cards/:id/authorizations alone";
 const WEBHOOKS_NONE = "POST /v1/cards, no webhook endpoints";
 const WEBHOOKS_THREE = "POST /v1/cards, 3 webhook endpoints (1 hanging)";
-/** The node flags `npm start` gives the server (the root package.json's start script): the bench runs it the same way. */
-const START_FLAGS = (() => {
-  const start: string = JSON.parse(readFileSync(resolve(ROOT, "package.json"), "utf8")).scripts.start;
-  const m = /\bnode ((?:--\S+ )*)apps\/server\/dist\/main\.js/.exec(start);
-  if (!m) throw new Error(`The start script no longer runs node apps/server/dist/main.js: ${start}`);
-  return m[1]!.split(" ").filter(Boolean);
-})();
-
 // ---------------------------------------------------------------- processes
-
-interface Proc {
-  child: ChildProcess;
-  url: string;
-  stop(): Promise<void>;
-}
-
-/** Spawns node (with tsx for a .ts script) and waits for "<banner> <url>" on stdout. */
-function startProcess(script: string, env: Record<string, string>, banner: RegExp, extraArgs: string[] = []): Promise<Proc> {
-  const child = spawn(process.execPath, [...extraArgs, ...(script.endsWith(".ts") ? ["--import", "tsx"] : []), script], {
-    cwd: ROOT,
-    env: { ...process.env, ...env },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  let out = "";
-  let err = "";
-  return new Promise((resolveStart, reject) => {
-    const timer = setTimeout(() => reject(new Error(`${script} did not start:\n${out}\n${err}`)), 60_000);
-    child.stderr!.on("data", (d) => {
-      err += d;
-      if (err.length > 20_000) err = err.slice(-10_000);
-    });
-    child.stdout!.on("data", (d) => {
-      out += d;
-      const m = banner.exec(out);
-      if (m) {
-        clearTimeout(timer);
-        child.stdout!.removeAllListeners("data");
-        child.stdout!.resume();
-        resolveStart({
-          child,
-          url: m[1]!,
-          stop: () =>
-            new Promise<void>((done) => {
-              if (child.exitCode !== null) return done();
-              child.once("exit", () => done());
-              child.kill("SIGINT");
-              setTimeout(() => child.exitCode === null && child.kill("SIGKILL"), 15_000).unref();
-            }),
-        });
-      }
-    });
-    child.once("exit", (code) => {
-      clearTimeout(timer);
-      reject(new Error(`${script} exited with ${code}:\n${out}\n${err}`));
-    });
-  });
-}
 
 /** MariaDB's server process on this machine, if it runs here. */
 const mysqldPid = (() => {

@@ -1,0 +1,75 @@
+/** The processes the bench scripts start and watch: the built server, the baseline, the webhook receivers. */
+import { spawn, type ChildProcess } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { dirname, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+
+export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
+
+/** The node flags `npm start` gives the server (the root package.json's start script): the bench runs it the same way. */
+export const START_FLAGS = (() => {
+  const start: string = JSON.parse(readFileSync(resolve(ROOT, "package.json"), "utf8")).scripts.start;
+  const m = /\bnode ((?:--\S+ )*)apps\/server\/dist\/main\.js/.exec(start);
+  if (!m) throw new Error(`The start script no longer runs node apps/server/dist/main.js: ${start}`);
+  return m[1]!.split(" ").filter(Boolean);
+})();
+
+export interface Proc {
+  child: ChildProcess;
+  url: string;
+  /** What it printed on stdout up to its banner (a first start's secrets, for one). */
+  output: string;
+  stop(): Promise<void>;
+}
+
+/** Spawns node (with tsx for a .ts script) and waits for "<banner> <url>" on stdout. */
+export function startProcess(script: string, env: Record<string, string>, banner: RegExp, extraArgs: string[] = []): Promise<Proc> {
+  const child = spawn(process.execPath, [...extraArgs, ...(script.endsWith(".ts") ? ["--import", "tsx"] : []), script], {
+    cwd: ROOT,
+    env: { ...process.env, ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let out = "";
+  let err = "";
+  return new Promise((resolveStart, reject) => {
+    const timer = setTimeout(() => reject(new Error(`${script} did not start:\n${out}\n${err}`)), 60_000);
+    child.stderr!.on("data", (d) => {
+      err += d;
+      if (err.length > 20_000) err = err.slice(-10_000);
+    });
+    child.stdout!.on("data", (d) => {
+      out += d;
+      const m = banner.exec(out);
+      if (m) {
+        clearTimeout(timer);
+        child.stdout!.removeAllListeners("data");
+        child.stdout!.resume();
+        resolveStart({
+          child,
+          url: m[1]!,
+          output: out,
+          stop: () =>
+            new Promise<void>((done) => {
+              if (child.exitCode !== null) return done();
+              child.once("exit", () => done());
+              child.kill("SIGINT");
+              setTimeout(() => child.exitCode === null && child.kill("SIGKILL"), 15_000).unref();
+            }),
+        });
+      }
+    });
+    child.once("exit", (code) => {
+      clearTimeout(timer);
+      reject(new Error(`${script} exited with ${code}:\n${out}\n${err}`));
+    });
+  });
+}
+
+/**
+ * CPU time (user + system) in ms of a process, or of one of its threads given `tid`, from
+ * /proc/<pid>/stat or /proc/<pid>/task/<tid>/stat (clock ticks of 10 ms).
+ */
+export const cpuMs = (pid: number, tid?: number): number => {
+  const fields = readFileSync(tid === undefined ? `/proc/${pid}/stat` : `/proc/${pid}/task/${tid}/stat`, "utf8").split(") ")[1]!.split(" ");
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+};
