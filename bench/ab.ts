@@ -14,11 +14,8 @@
  * cycling over 2,000 cards: the first decision on a card approves it, the rest decline).
  * Arguments: case, seconds per round, rounds, the builds' dist folders.
  */
-import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
 import autocannon from "autocannon";
-import { cpuMs, START_FLAGS, startProcess, type Proc } from "./processes.js";
+import { cpuMs, createCardRequest, startFresh, type FreshServer } from "./processes.js";
 
 const [kind, seconds, rounds, ...builds] = process.argv.slice(2);
 if (!["create", "balance", "auth"].includes(kind ?? "") || !(Number(seconds) > 0) || !(Number(rounds) > 0) || builds.length < 2) {
@@ -26,18 +23,11 @@ if (!["create", "balance", "auth"].includes(kind ?? "") || !(Number(seconds) > 0
   process.exit(2);
 }
 
-interface Server extends Proc {
-  key: string;
+interface Server extends FreshServer {
   cards: string[];
 }
 
-/** A build's server as `npm start` runs it, on a fresh SQLite file; the demo key of its first start. */
-async function start(dist: string): Promise<Server> {
-  const dir = mkdtempSync(join(tmpdir(), "cardctl-ab-"));
-  const env = { PORT: "0", DATABASE_URL: `sqlite:${dir}/db.sqlite`, LOG_LEVEL: "warn", RATE_LIMIT_PER_HOUR: "1000000000", MAINTENANCE_INTERVAL_MS: "0" };
-  const proc = await startProcess(join(resolve(dist), "main.js"), env, /cardctl listening on ([^\s"]+)/, START_FLAGS);
-  return { ...proc, key: /sk_test_[A-Za-z0-9_-]+/.exec(proc.output)![0], cards: [] };
-}
+const start = async (dist: string): Promise<Server> => ({ ...(await startFresh(dist)), cards: [] });
 
 const headers = (s: Server) => ({ authorization: `Bearer ${s.key}`, "content-type": "application/json" });
 
@@ -58,7 +48,7 @@ function load(s: Server, duration: number): Promise<Outcome> {
     if (kind === "balance") return { method: "GET", path: "/v1/balance", headers: headers(s) };
     if (kind === "auth")
       return { method: "POST", path: `/v1/test_helpers/cards/${s.cards[sent++ % s.cards.length]}/authorizations`, body: '{"amount_cents":100}', headers: headers(s) };
-    return { method: "POST", path: "/v1/cards", body: '{"amount_cents":100,"agent_id":"ab"}', headers: { ...headers(s), "idempotency-key": `ab-${Date.now()}-${sent++}` } };
+    return createCardRequest(s.key, sent++);
   };
   return autocannon({ url: s.url, connections: 10, duration, requests: [{ setupRequest: (req: object) => ({ ...req, ...request() }) }] });
 }

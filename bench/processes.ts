@@ -1,7 +1,8 @@
 /** The processes the bench scripts start and watch: the built server, the baseline, the webhook receivers. */
 import { spawn, type ChildProcess } from "node:child_process";
-import { readFileSync } from "node:fs";
-import { dirname, resolve } from "node:path";
+import { mkdtempSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
 export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
@@ -73,3 +74,26 @@ export const cpuMs = (pid: number, tid?: number): number => {
   const fields = readFileSync(tid === undefined ? `/proc/${pid}/stat` : `/proc/${pid}/task/${tid}/stat`, "utf8").split(") ")[1]!.split(" ");
   return (Number(fields[11]) + Number(fields[12])) * 10;
 };
+
+export interface FreshServer extends Proc {
+  /** The SQLite file it serves. */
+  file: string;
+  /** The demo account's test key, printed by its first start. */
+  key: string;
+}
+
+/** A build's server (its dist folder) as `npm start` runs it, on a fresh SQLite file. */
+export async function startFresh(dist: string): Promise<FreshServer> {
+  const file = join(mkdtempSync(join(tmpdir(), "cardctl-fresh-")), "db.sqlite");
+  const env = { PORT: "0", DATABASE_URL: `sqlite:${file}`, LOG_LEVEL: "warn", RATE_LIMIT_PER_HOUR: "1000000000", MAINTENANCE_INTERVAL_MS: "0" };
+  const proc = await startProcess(join(resolve(dist), "main.js"), env, /cardctl listening on ([^\s"]+)/, START_FLAGS);
+  return { ...proc, file, key: /sk_test_[A-Za-z0-9_-]+/.exec(proc.output)![0] };
+}
+
+/** The `n`th card creation as the bench sends them: with its own Idempotency-Key, for an agent. */
+export const createCardRequest = (key: string, n: number) => ({
+  method: "POST" as const,
+  path: "/v1/cards",
+  body: '{"amount_cents":100,"agent_id":"ab"}',
+  headers: { authorization: `Bearer ${key}`, "content-type": "application/json", "idempotency-key": `ab-${Date.now()}-${n}` },
+});
