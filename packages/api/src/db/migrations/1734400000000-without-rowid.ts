@@ -14,7 +14,7 @@ export const WITHOUT_ROWID_TABLES = ["idempotency_keys", "sim_holds", "sim_cards
  * table, its rows copied, the old one dropped, the new one renamed, its indexes made again.
  */
 async function rebuild(q: QueryRunner, table: string, withoutRowid: boolean): Promise<void> {
-  const [{ sql }]: { sql: string }[] = await q.query("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?", [table]);
+  const sql = ((await q.query("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?", [table])) as { sql: string }[])[0]!.sql;
   const indexes: { sql: string }[] = await q.query("SELECT sql FROM sqlite_master WHERE type = 'index' AND tbl_name = ? AND sql IS NOT NULL", [table]);
   const columns = sql.replace(/^CREATE TABLE "[^"]+"/, "").replace(/\s*WITHOUT ROWID\s*$/, "");
   await q.query(`CREATE TABLE "${table}_rebuilt"${columns}${withoutRowid ? " WITHOUT ROWID" : ""}`);
