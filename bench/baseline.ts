@@ -74,7 +74,7 @@ const app = Fastify({ logger: false });
 app.get("/v1/balance", async (req, reply) => {
   const p = await auth(req.headers.authorization);
   if (!p) return reply.code(401).send({ error: { code: "unauthorized" } });
-  const [[money], [pending], [policy], [account]] = await Promise.all([
+  const [[money], [pending], [account]] = await Promise.all([
     db.all(
       `SELECT
          (SELECT COALESCE(SUM(held_cents), 0) FROM card_balances WHERE account_id = ? AND mode = ?) AS held,
@@ -87,15 +87,17 @@ app.get("/v1/balance", async (req, reply) => {
       p.mode,
       Date.now(),
     ]),
-    db.all("SELECT * FROM policies WHERE account_id = ? AND mode = ? LIMIT 1", [p.accountId, p.mode]),
-    db.all("SELECT * FROM accounts WHERE id = ? LIMIT 1", [p.accountId]),
+    db.all(
+      "SELECT a.*, p.approval_required AS policy_approval_required, p.max_amount_cents AS policy_max_amount_cents FROM accounts a LEFT JOIN policies p ON p.account_id = a.id AND p.mode = ? WHERE a.id = ?",
+      [p.mode, p.accountId],
+    ),
   ]);
   return {
     held_cents: Number(money!.held),
     open_cards: Number(money!.open),
     pending_approvals: Number(pending!.n),
-    max_per_card_cents: policy!.max_amount_cents,
-    approval_required: !!policy!.approval_required,
+    max_per_card_cents: account!.policy_max_amount_cents,
+    approval_required: !!account!.policy_approval_required,
     setup_complete: !!account!.kyb_verified && !!account!.payment_method,
     uncollected_cents: Number(money!.uncollected),
   };

@@ -156,6 +156,19 @@ describe(`balance (${dbKind})`, () => {
     expect(c).toMatch(/^card_/);
   });
 
+  it("reads the policy of the key's mode; an account without a policy row (a database edited by hand) has the default one", async () => {
+    const account = await s.newAccount();
+    const test = await account.key("test");
+    const live = await account.key("live");
+    await s.request("PUT", "/v1/policies/default", { key: test, body: { approval_required: true, max_amount_cents: 700 } });
+    expect(await balance(test)).toMatchObject({ max_per_card_cents: 700, approval_required: true, setup_complete: true });
+    expect(await balance(live)).toMatchObject({ max_per_card_cents: 50000, approval_required: false });
+    expect((await s.request("POST", "/v1/cards", { key: test, body: { amount_cents: 500 } })).status).toBe(202);
+    await s.query("DELETE FROM policies WHERE account_id = ? AND mode = 'test'", [account.id]);
+    expect(await balance(test)).toMatchObject({ max_per_card_cents: 50000, approval_required: false, setup_complete: true });
+    expect((await s.request("POST", "/v1/cards", { key: test, body: { amount_cents: 500 } })).status).toBe(201);
+  });
+
   it("counts only the caller's account and mode", async () => {
     const account = await s.newAccount();
     const test = await account.key("test");

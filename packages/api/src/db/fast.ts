@@ -34,6 +34,8 @@ export type FastRepository<T extends ObjectLiteral> = Pick<
    * equality on another index, such as an account's); MySQL/MariaDB have no partial indexes.
    */
   findWhereSql(condition: string, params: unknown[], tail: string, partialIndex?: string): Promise<T[]>;
+  /** A row holding every column of the entity by name (a join's `alias.*`, say) as the entity, as `find` makes them. */
+  hydrate(row: Record<string, unknown>): T;
 };
 
 /** `?, ?, ?`: one placeholder per value, for an IN list or a VALUES tuple. */
@@ -440,6 +442,7 @@ function build<T extends ObjectLiteral>(ds: DataSource, repo: Repository<T>): Fa
       if (!stmt) throw new Error(`${meta.name}: updateStatement takes the simple where shapes only`);
       return { ...stmt, expect };
     },
+    hydrate,
     delete: (criteria) => repo.delete(criteria as never),
     findOne: (opts) => repo.findOne(opts),
     createQueryBuilder: ((alias?: string) => repo.createQueryBuilder(alias)) as Repository<T>["createQueryBuilder"],

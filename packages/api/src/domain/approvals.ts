@@ -1,6 +1,6 @@
 import { LessThan, MoreThan } from "typeorm";
 import { isUniqueViolation } from "../db/datasource.js";
-import { ApprovalEntity, type Account, type Approval, type ApprovalStatus, type Card } from "../db/entities.js";
+import { ApprovalEntity, type Approval, type ApprovalStatus, type Card } from "../db/entities.js";
 import type { AccountService } from "./accounts.js";
 import type { Deps, Principal } from "./deps.js";
 import { AppError, notFound } from "./errors.js";
@@ -8,7 +8,6 @@ import { newId } from "./ids.js";
 import type { CardIssuer } from "./issuance.js";
 import { pageOf, type Page, type PageQuery } from "./paging.js";
 import { effectivePolicy } from "./policy.js";
-import type { PolicyService } from "./policies.js";
 import { assertPolicy, assertSetup } from "./rules.js";
 import { fastRepository, insertedId } from "../db/fast.js";
 import { commitWithEvents, actorOf, SYSTEM } from "./events.js";
@@ -25,7 +24,6 @@ export class ApprovalService {
   constructor(
     private readonly deps: Deps,
     private readonly accounts: AccountService,
-    private readonly policies: PolicyService,
     private readonly issuer: CardIssuer,
   ) {}
 
@@ -128,7 +126,7 @@ export class ApprovalService {
    */
   async approve(p: Principal, id: string, decisionKey?: string): Promise<Card> {
     const a = await this.find(p, id);
-    const account: Account = await this.accounts.get(p.accountId);
+    const { account, policy: base } = await this.accounts.getWithPolicy(p);
     if (a.status !== "PENDING") {
       const mine = a.status === "APPROVED" && decisionKey !== undefined && a.decision_key === decisionKey;
       const card = mine ? await this.issuer.resume(account, a.card_id!, actorOf(p)) : null;
@@ -136,7 +134,7 @@ export class ApprovalService {
       throw notPending(a);
     }
     assertSetup(account, this.deps.config.publicUrl, this.accounts.setupNeeds(p.mode));
-    const policy = effectivePolicy(await this.policies.read(p), { max_amount_cents: a.override_max_cents ?? undefined });
+    const policy = effectivePolicy(base, { max_amount_cents: a.override_max_cents ?? undefined });
     assertPolicy(policy, a.amount_cents);
     this.deps.processors(p.mode);
     const card = await this.issuer.issueClaimed(p, account, { amountCents: a.amount_cents, agentId: a.agent_id, purpose: a.purpose, approvalId: a.id }, (cardId) =>

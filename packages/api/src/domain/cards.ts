@@ -1,6 +1,6 @@
 import { In, IsNull } from "typeorm";
 import { affected } from "../db/datasource.js";
-import { CardEntity, type Account, type Approval, type Card, type Mode } from "../db/entities.js";
+import { CardEntity, type Approval, type Card, type Mode } from "../db/entities.js";
 import { missingSetup, type AccountService } from "./accounts.js";
 import type { ApprovalService } from "./approvals.js";
 import { backoffMs, MAX_ATTEMPTS } from "./backoff.js";
@@ -10,7 +10,6 @@ import { processorAccount, type CardIssuer } from "./issuance.js";
 import { pageOf, type Page, type PageQuery } from "./paging.js";
 import type { RevealEndpoint } from "../processor/types.js";
 import type { PolicyOverride } from "./policy.js";
-import type { PolicyService } from "./policies.js";
 import { callProcessor, toApiError } from "./processor-call.js";
 import { decideIssuance, type IssuanceDecision, type IssuanceRequest } from "./rules.js";
 import type { Processor, ProcessorAccount } from "../processor/types.js";
@@ -65,7 +64,6 @@ export class CardService {
   constructor(
     private readonly deps: Deps,
     private readonly accounts: AccountService,
-    private readonly policies: PolicyService,
     private readonly approvals: ApprovalService,
     private readonly issuer: CardIssuer,
   ) {}
@@ -100,8 +98,7 @@ export class CardService {
 
   /** What `create` would do with this request now (rules.ts decideIssuance), and the account it read. */
   private async decide(p: Principal, input: IssuanceRequest) {
-    // Both reads at once (one round trip on MySQL); the checks keep their order.
-    const [account, base] = await Promise.all([this.accounts.get(p.accountId), this.policies.read(p)]);
+    const { account, policy: base } = await this.accounts.getWithPolicy(p);
     const state = { account, base, needs: this.accounts.setupNeeds(p.mode), publicUrl: this.deps.config.publicUrl };
     return { account, decision: decideIssuance(state, input) };
   }
@@ -288,13 +285,12 @@ export class CardService {
   /** The spend summary (GET /v1/balance): money held, open cards, pending approvals, the policy's limits. */
   async balance(p: Principal) {
     // One fixed SQL string for the money (TypeORM's query builder would rebuild it on every call).
-    const [[row], pending, policy, account] = await Promise.all([
+    const [[row], pending, { account, policy }] = await Promise.all([
       queryRows(this.deps.ds, BALANCE_SQL, [p.accountId, p.mode, p.accountId, p.mode, p.accountId, p.mode]) as Promise<
         { held: string | number; open: string | number; uncollected: string | number }[]
       >,
       this.approvals.countPending(p),
-      this.policies.read(p),
-      this.accounts.get(p.accountId),
+      this.accounts.getWithPolicy(p),
     ]);
     return {
       held_cents: Number(row?.held ?? 0),

@@ -4,7 +4,8 @@ import { DEFAULT_POLICY, type PolicyValues } from "./policy.js";
 import { fastRepository } from "../db/fast.js";
 import { commitWithEvents, actorOf } from "./events.js";
 
-const values = (p: Policy | null): PolicyValues =>
+/** A policy row's values; the default policy where an account has no row for the mode. */
+export const policyValues = (p: Pick<Policy, "approval_required" | "max_amount_cents"> | null): PolicyValues =>
   p ? { approval_required: p.approval_required, max_amount_cents: p.max_amount_cents } : { ...DEFAULT_POLICY };
 
 /** The default policy of an account, one per mode. */
@@ -16,7 +17,7 @@ export class PolicyService {
   }
 
   async read(p: Principal): Promise<PolicyValues> {
-    return values(await this.repo.findOneBy({ account_id: p.accountId, mode: p.mode }));
+    return policyValues(await this.repo.findOneBy({ account_id: p.accountId, mode: p.mode }));
   }
 
   /**

@@ -22,9 +22,9 @@ export function createServices(deps: Deps) {
   const owners = new OwnerService(deps);
   const policies = new PolicyService(deps);
   const issuer = new CardIssuer(deps);
-  const approvals = new ApprovalService(deps, accounts, policies, issuer);
+  const approvals = new ApprovalService(deps, accounts, issuer);
   const payments = new PaymentQueue(deps, accounts);
-  const cards = new CardService(deps, accounts, policies, approvals, issuer);
+  const cards = new CardService(deps, accounts, approvals, issuer);
   const lifecycle = new CardLifecycle(deps, accounts, cards, payments);
   const idempotency = new IdempotencyStore(deps);
   const events = new EventService(deps);
