@@ -507,6 +507,28 @@ describe(`events (${dbKind}, ${processor})`, () => {
   });
 });
 
+describe(`the events' purge and their order (${dbKind})`, () => {
+  it("keeps the newest event even when every event is older than 30 days, so the next event still comes after it", async () => {
+    const s = await startServer();
+    try {
+      for (let i = 0; i < 3; i++) await s.request("POST", "/v1/cards", { body: { amount_cents: 100 + i } });
+      await s.query("UPDATE events SET created_at = ?", [Date.now() - 31 * 24 * 3600 * 1000]);
+      const before: { seq: number; id: string }[] = await s.query("SELECT seq, id FROM events ORDER BY seq");
+      expect(before.length).toBeGreaterThan(3);
+      expect((await s.app.services.maintenance.run()).eventsPurged).toBe(before.length - 1);
+      const kept: { seq: number; id: string }[] = await s.query("SELECT seq, id FROM events");
+      expect(kept.map((e) => e.id)).toEqual([before.at(-1)!.id]);
+      const card = await s.request("POST", "/v1/cards", { body: { amount_cents: 500 } });
+      const next: { seq: number }[] = await s.query("SELECT seq FROM events WHERE type = 'card.created' AND data LIKE ?", [`%${card.body.id}%`]);
+      expect(Number(next[0]!.seq)).toBeGreaterThan(Number(kept[0]!.seq));
+      // The newest listed first, as always.
+      expect((await s.request("GET", "/v1/events?limit=1")).body.data[0].data.object.id).toBe(card.body.id);
+    } finally {
+      await s.close();
+    }
+  });
+});
+
 describe(`event streams woken by this instance's commits (${dbKind})`, () => {
   it("send an event committed on their instance at once, though they poll only hourly; another account's commit wakes none", async () => {
     const s = await startServer({ EVENT_STREAM_POLL_MS: "3600000" });

@@ -6,6 +6,7 @@ import { createDataSource, migrate } from "../src/db/datasource.js";
 import { PARTIAL_CARD_INDEXES } from "../src/db/migrations/1732700000000-partial-indexes.js";
 import { CARD_FOLLOW_UP } from "../src/db/migrations/1734200000000-card-sweep-indexes.js";
 import { WITHOUT_ROWID_TABLES } from "../src/db/migrations/1734400000000-without-rowid.js";
+import { NO_AUTOINCREMENT_TABLES } from "../src/db/migrations/1734500000000-no-autoincrement.js";
 import { DUE_FOR_RECOVERY } from "../src/domain/cards.js";
 
 describe("migrations (SQLite)", () => {
@@ -51,33 +52,68 @@ describe("migrations (SQLite)", () => {
     }
   });
 
-  it("stores the rows every card creation writes by their key (WITHOUT ROWID), keeping rows and indexes through the rebuild and its undo", async () => {
-    const ds = createDataSource(`sqlite:${join(dir, "rowid.sqlite")}`);
+  it("rebuilds the tables a card creation writes (WITHOUT ROWID, no AUTOINCREMENT), keeping rows, indexes, triggers and keys through the rebuild and its undo", async () => {
+    const ds = createDataSource(`sqlite:${join(dir, "rebuilt.sqlite")}`);
     await ds.initialize();
     try {
+      const tables = [...WITHOUT_ROWID_TABLES, ...NO_AUTOINCREMENT_TABLES];
       const tableSql = async (t: string): Promise<string> => (await ds.query("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?", [t]))[0].sql;
-      const indexesOf = async (t: string): Promise<string[]> =>
-        ((await ds.query("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = ? ORDER BY name", [t])) as { name: string }[]).map((r) => r.name);
+      const schemaObjects = async (): Promise<string[]> =>
+        (
+          (await ds.query(
+            `SELECT type || ' ' || name AS o FROM sqlite_master WHERE type IN ('index', 'trigger') AND tbl_name IN (${tables.map(() => "?").join(", ")}) ORDER BY o`,
+            tables,
+          )) as { o: string }[]
+        ).map((r) => r.o);
+      const balance = async () => (await ds.query("SELECT SUM(held_cents) AS held, SUM(open_cards) AS open FROM card_balances WHERE account_id = 'acct_t'"))[0];
+      const insertCard = (seq: number | null, id: string, cents: number) =>
+        ds.query(
+          "INSERT INTO cards (seq, id, account_id, mode, status, amount_cents, remaining_cents, spent_cents, hold_status, created_at) VALUES (?, ?, 'acct_t', 'test', 'OPEN', ?, ?, 0, 'OPEN', 1)",
+          [seq, id, cents, cents],
+        );
+      const insertEvent = (seq: number | null, id: string) =>
+        ds.query("INSERT INTO events (seq, id, account_id, mode, type, actor_type, data, created_at) VALUES (?, ?, 'acct_t', 'test', 'card.created', 'key', '{}', 1)", [seq, id]);
+
       await migrate(ds);
+      const fresh = await schemaObjects();
+      expect(fresh).toContain("trigger tr_cards_balance_insert");
+      await ds.undoLastMigration({ transaction: "all" });
       await ds.undoLastMigration({ transaction: "all" });
       for (const t of WITHOUT_ROWID_TABLES) expect(await tableSql(t), t).not.toContain("WITHOUT ROWID");
-      expect(await indexesOf("sim_holds")).toEqual(["sqlite_autoindex_sim_holds_1", "uq_sim_holds_key"]);
+      for (const t of NO_AUTOINCREMENT_TABLES) expect(await tableSql(t), t).toContain("PRIMARY KEY AUTOINCREMENT");
+      expect(await schemaObjects()).toContain("index sqlite_autoindex_sim_holds_1");
       await ds.query("INSERT INTO idempotency_keys VALUES ('key_1', 'k', 'h', 'DONE', 201, '{\"id\":\"card_1\"}', 0, 1, 2)");
       await ds.query("INSERT INTO sim_holds VALUES ('pi_sim_1', 'hold-key', 'test', 'pm_card_visa', 500, 0, 'requires_capture', 1)");
       await ds.query("INSERT INTO sim_cards VALUES ('ic_1', 'card-key', 'test', '4242424242424242', '123', 12, 2030, 500, 'active', 'card_1', 1)");
+      await insertCard(7, "card_1", 500);
+      await insertEvent(9, "evt_1");
+      expect(await balance()).toEqual({ held: 500, open: 1 });
 
       await migrate(ds);
+      expect(await schemaObjects()).toEqual(fresh);
       for (const t of WITHOUT_ROWID_TABLES) expect(await tableSql(t), t).toMatch(/^CREATE TABLE "\w+" \(.*\) WITHOUT ROWID$/);
-      expect(await indexesOf("idempotency_keys")).toEqual(["ix_idempotency_expiry"]);
-      expect(await indexesOf("sim_holds")).toEqual(["uq_sim_holds_key"]);
-      expect(await indexesOf("sim_cards")).toEqual(["uq_sim_cards_key"]);
+      for (const t of NO_AUTOINCREMENT_TABLES) expect(await tableSql(t), t).toMatch(/^CREATE TABLE "\w+" \("seq" integer PRIMARY KEY NOT NULL, /);
+      expect(await ds.query("SELECT name FROM sqlite_sequence WHERE name IN ('cards', 'events')")).toEqual([]);
       expect(await ds.query("SELECT response_body FROM idempotency_keys WHERE api_key_id = 'key_1' AND idem_key = 'k'")).toEqual([{ response_body: '{"id":"card_1"}' }]);
       expect(await ds.query("SELECT id, amount_cents FROM sim_holds")).toEqual([{ id: "pi_sim_1", amount_cents: 500 }]);
       expect(await ds.query("SELECT id, card_ref FROM sim_cards")).toEqual([{ id: "ic_1", card_ref: "card_1" }]);
-      // Keys stay unique: the primary key, and the processor's idempotency keys.
+      expect(await ds.query("SELECT seq, id FROM cards")).toEqual([{ seq: 7, id: "card_1" }]);
+      expect(await ds.query("SELECT seq, id FROM events")).toEqual([{ seq: 9, id: "evt_1" }]);
+      // The balance counters neither lost nor counted the copied card again; their triggers came back.
+      expect(await balance()).toEqual({ held: 500, open: 1 });
+      await insertCard(null, "card_2", 300);
+      expect(await balance()).toEqual({ held: 800, open: 2 });
+      await ds.query("UPDATE cards SET status = 'CLOSED', hold_status = 'RELEASED' WHERE id = 'card_1'");
+      expect(await balance()).toEqual({ held: 300, open: 1 });
+      // New rows take the highest key + 1.
+      await insertEvent(null, "evt_2");
+      expect(await ds.query("SELECT seq FROM cards WHERE id = 'card_2'")).toEqual([{ seq: 8 }]);
+      expect(await ds.query("SELECT seq FROM events WHERE id = 'evt_2'")).toEqual([{ seq: 10 }]);
+      // Keys stay unique: the primary keys, and the processor's idempotency keys.
       await expect(ds.query("INSERT INTO idempotency_keys VALUES ('key_1', 'k', 'h2', 'RUNNING', NULL, NULL, 0, 1, 2)")).rejects.toThrow(/UNIQUE/);
       await expect(ds.query("INSERT INTO sim_holds VALUES ('pi_sim_2', 'hold-key', 'test', 'pm_card_visa', 500, 0, 'requires_capture', 1)")).rejects.toThrow(/UNIQUE/);
       await expect(ds.query("INSERT INTO sim_cards VALUES ('ic_1', 'card-key-2', 'test', '4242424242424242', '123', 12, 2030, 500, 'active', 'card_2', 1)")).rejects.toThrow(/UNIQUE/);
+      await expect(insertCard(null, "card_1", 100)).rejects.toThrow(/UNIQUE/);
     } finally {
       await ds.destroy();
     }

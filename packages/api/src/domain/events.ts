@@ -118,8 +118,12 @@ export type EventView = ReturnType<typeof eventView>;
 /** Events are kept this long, then purged by the maintenance pass. */
 export const EVENT_RETENTION_MS = 30 * 24 * 3600 * 1000;
 const PURGE_BATCH = 1000;
-/** One batch of the purge, oldest first, read from the created_at index alone. */
-const PURGE_SELECT = `SELECT seq FROM events WHERE created_at < ? ORDER BY created_at LIMIT ${PURGE_BATCH}`;
+/**
+ * One batch of the purge, oldest first, read from the created_at index, never the newest event: on
+ * SQLite a new event takes the highest seq + 1 (no AUTOINCREMENT, migration 1734500000000), and
+ * readers of the outbox rely on seq never going back.
+ */
+const PURGE_SELECT = `SELECT seq FROM events WHERE created_at < ? AND seq < (SELECT MAX(seq) FROM events) ORDER BY created_at LIMIT ${PURGE_BATCH}`;
 
 /** Reading the outbox: lists and single events, scoped to the key's account and mode; and its purge. */
 export class EventService {
@@ -164,8 +168,9 @@ export class EventService {
   }
 
   /**
-   * Deletes events older than EVENT_RETENTION_MS, oldest first in batches (short statements that
-   * never lock the table for long); any instance may run it at once with the others.
+   * Deletes events older than EVENT_RETENTION_MS but the newest event, oldest first in batches
+   * (short statements that never lock the table for long); any instance may run it at once with
+   * the others.
    */
   async purgeExpired(): Promise<number> {
     const cutoff = Date.now() - EVENT_RETENTION_MS;
