@@ -103,12 +103,12 @@ export function missingSetup(a: Account, needs: SetupNeeds): SetupItem[] {
   return missing;
 }
 
-/** Accounts and their API keys: the operator API, and authentication of every request. */
 /** An account's row, with its policy's values for a mode (null where it has no row for the mode). */
 const ACCOUNT_WITH_POLICY =
   "SELECT a.*, p.approval_required AS policy_approval_required, p.max_amount_cents AS policy_max_amount_cents " +
   "FROM accounts a LEFT JOIN policies p ON p.account_id = a.id AND p.mode = ? WHERE a.id = ?";
 
+/** Accounts and their API keys: the operator API, and authentication of every request. */
 export class AccountService {
   constructor(private readonly deps: Deps) {}
 
