@@ -90,6 +90,13 @@ describe(`reading cards (${dbKind})`, () => {
       expect(page.body.data.map((c: any) => c.id)).toEqual([18, 16, 14, 12, 10].map((i) => many.ids[i]));
       expect(page.body.has_more).toBe(true);
       expect((await list(many.key, "?agent_id=nobody")).body).toEqual({ data: [], has_more: false });
+      // By status, alone and with an agent, across pages (many's cards are all OPEN).
+      const open = await list(many.key, `?status=OPEN&limit=5&starting_after=${many.ids[20]}`);
+      expect(open.body.data.map((c: any) => c.id)).toEqual([19, 18, 17, 16, 15].map((i) => many.ids[i]));
+      expect(open.body.has_more).toBe(true);
+      const oddOpen = await list(many.key, `?status=OPEN&agent_id=odd&limit=3&starting_after=${many.ids[21]}`);
+      expect(oddOpen.body.data.map((c: any) => c.id)).toEqual([19, 17, 15].map((i) => many.ids[i]));
+      expect((await list(many.key, "?status=CLOSED&agent_id=odd")).body).toEqual({ data: [], has_more: false });
     });
 
     it("status filter: OPEN, CLOSED, USED, PENDING_APPROVAL; an unknown status is 400", async () => {

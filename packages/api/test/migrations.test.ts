@@ -7,6 +7,7 @@ import { PARTIAL_CARD_INDEXES } from "../src/db/migrations/1732700000000-partial
 import { CARD_FOLLOW_UP } from "../src/db/migrations/1734200000000-card-sweep-indexes.js";
 import { WITHOUT_ROWID_TABLES } from "../src/db/migrations/1734400000000-without-rowid.js";
 import { NO_AUTOINCREMENT_TABLES } from "../src/db/migrations/1734500000000-no-autoincrement.js";
+import { LISTED_CARDS } from "../src/db/migrations/1734600000000-listed-cards-index.js";
 import { DUE_FOR_RECOVERY } from "../src/domain/cards.js";
 
 describe("migrations (SQLite)", () => {
@@ -24,6 +25,7 @@ describe("migrations (SQLite)", () => {
       for (const [name, , , where] of PARTIAL_CARD_INDEXES) expect(sqlOf.get(name), name).toContain(`WHERE ${where}`);
       expect(sqlOf.get("ix_cards_expiry")).toContain("WHERE revoked_at IS NULL");
       expect(sqlOf.get("ix_cards_follow_up")).toContain(`WHERE ${CARD_FOLLOW_UP}`);
+      expect(sqlOf.get("ix_cards_status")).toContain(`WHERE ${LISTED_CARDS}`);
       // The sweeps' queries, as CardService and LifecycleService send them, read these partial indexes.
       const planOf = async (sql: string, params: unknown[]) =>
         ((await ds.query(`EXPLAIN QUERY PLAN ${sql}`, params)) as { detail: string }[]).map((p) => p.detail).join();
@@ -32,6 +34,10 @@ describe("migrations (SQLite)", () => {
       const attention = `SELECT * FROM cards INDEXED BY ix_cards_follow_up WHERE (${CARD_FOLLOW_UP}) AND needs_attention = 1 AND account_id = ? ORDER BY seq DESC LIMIT 100`;
       expect(await planOf(attention, ["acct_x"])).toContain("ix_cards_follow_up");
       expect(await planOf(`SELECT * FROM cards WHERE status = ? AND revoked_at IS NULL AND expires_at < ? LIMIT 100`, ["OPEN", 1])).toContain("ix_cards_expiry");
+      // A list by status (CardService.list): the statuses' partial index, by an agent's too when the planner chooses.
+      const byStatus = `WHERE account_id = ? AND mode = ? AND status = ? AND (${LISTED_CARDS}) ORDER BY seq DESC LIMIT 21`;
+      expect(await planOf(`SELECT * FROM cards INDEXED BY ix_cards_status ${byStatus}`, ["acct_x", "test", "OPEN"])).toContain("ix_cards_status");
+      expect(await planOf(`SELECT * FROM cards ${byStatus.replace("status = ?", "status = ? AND agent_id = ?")}`, ["acct_x", "test", "OPEN", "a"])).toMatch(/ix_cards_status|ix_cards_agent/);
       expect(await planOf(`SELECT * FROM cards WHERE status = 'USED' AND revoked_at IS NULL AND expires_at <= ? AND ${DUE_FOR_RECOVERY} LIMIT 100`, [1, 1])).toContain("ix_cards_expiry");
       // The claim's UPDATE … WHERE id IN (…) AND status = 'pending' must take the id's index, not read every pending row.
       const [pending] = await ds.query("SELECT sql FROM sqlite_master WHERE name = 'ix_webhook_deliveries_pending'");
@@ -77,8 +83,9 @@ describe("migrations (SQLite)", () => {
       await migrate(ds);
       const fresh = await schemaObjects();
       expect(fresh).toContain("trigger tr_cards_balance_insert");
-      await ds.undoLastMigration({ transaction: "all" });
-      await ds.undoLastMigration({ transaction: "all" });
+      // Back to before the rebuilds (and any migration after them).
+      const last = async (): Promise<number> => Number((await ds.query("SELECT timestamp FROM migrations ORDER BY id DESC LIMIT 1"))[0].timestamp);
+      while ((await last()) >= 1734400000000) await ds.undoLastMigration({ transaction: "all" });
       for (const t of WITHOUT_ROWID_TABLES) expect(await tableSql(t), t).not.toContain("WITHOUT ROWID");
       for (const t of NO_AUTOINCREMENT_TABLES) expect(await tableSql(t), t).toContain("PRIMARY KEY AUTOINCREMENT");
       expect(await schemaObjects()).toContain("index sqlite_autoindex_sim_holds_1");

@@ -16,6 +16,7 @@ import type { Processor, ProcessorAccount } from "../processor/types.js";
 import { attentionCardView, cardListView, type PublicCardStatus } from "./views.js";
 import { fastRepository, queryRows } from "../db/fast.js";
 import { CARD_FOLLOW_UP } from "../db/migrations/1734200000000-card-sweep-indexes.js";
+import { LISTED_CARDS } from "../db/migrations/1734600000000-listed-cards-index.js";
 import { commitWithEvents, actorOf, SYSTEM, type Actor } from "./events.js";
 
 export interface CreateCardInput {
@@ -113,7 +114,10 @@ export class CardService {
       },
       page,
       filters.status === undefined ? (card) => VISIBLE.includes(card.status) : undefined,
-      filters.status === undefined && filters.agent_id === undefined ? "ix_cards_list" : undefined,
+      // By status: from the statuses' partial index (pinned unless the agent's may serve better).
+      filters.status !== undefined
+        ? { condition: LISTED_CARDS, index: filters.agent_id === undefined ? "ix_cards_status" : undefined }
+        : { index: filters.agent_id === undefined ? "ix_cards_list" : undefined },
     );
   }
 

@@ -135,8 +135,8 @@ export class EventService {
 
   list(p: Principal, filters: { type?: EventType }, page: PageQuery): Promise<Page<EventRecord>> {
     const scope = { account_id: p.accountId, mode: p.mode };
-    if (filters.type === undefined) return pageOf(this.repo, scope, {}, page, undefined, "ix_events_list");
-    return pageOf(this.repo, scope, { type: filters.type }, page, undefined, "ix_events_type");
+    if (filters.type === undefined) return pageOf(this.repo, scope, {}, page, undefined, { index: "ix_events_list" });
+    return pageOf(this.repo, scope, { type: filters.type }, page, undefined, { index: "ix_events_type" });
   }
 
   /** A live reader of the key's account and mode (GET /v1/events/stream), see EventFeed. */

@@ -27,8 +27,11 @@ export async function pageOf<T extends ObjectLiteral & { seq: number; id: string
    * instead of walking (account_id, mode, seq) newest first for one page.
    */
   keep?: (row: T) => boolean,
-  /** The index that serves this list newest first, pinned (see findUsingIndex). */
-  index?: string,
+  /**
+   * How the rows are read: the index that serves this list newest first, pinned (see
+   * findUsingIndex), and a partial index's condition (see findWithCondition).
+   */
+  read: { index?: string; condition?: string } = {},
 ): Promise<Page<T>> {
   let filter = { ...scope, ...filters } as FindOptionsWhere<T>;
   if (page.startingAfter) {
@@ -43,7 +46,8 @@ export async function pageOf<T extends ObjectLiteral & { seq: number; id: string
   const want = page.limit + 1;
   const find = (where: FindOptionsWhere<T>) => {
     const opts = { where, order: { seq: "DESC" } as never, take: want };
-    return index ? repo.findUsingIndex(index, opts) : repo.find(opts);
+    if (read.condition) return repo.findWithCondition(read.condition, opts, read.index);
+    return read.index ? repo.findUsingIndex(read.index, opts) : repo.find(opts);
   };
   if (!keep) {
     const rows = await find(filter);

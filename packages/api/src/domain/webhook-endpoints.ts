@@ -114,7 +114,7 @@ export class WebhookEndpointService {
   }
 
   list(p: Principal, page: PageQuery): Promise<Page<WebhookEndpoint>> {
-    return pageOf(this.repo, { account_id: p.accountId, mode: p.mode }, {}, page, undefined, "ix_webhook_endpoints_list");
+    return pageOf(this.repo, { account_id: p.accountId, mode: p.mode }, {}, page, undefined, { index: "ix_webhook_endpoints_list" });
   }
 
   async get(p: Principal, id: string): Promise<WebhookEndpoint> {
@@ -230,7 +230,7 @@ export class WebhookEndpointService {
 
   async deliveries(p: Principal, endpointId: string, status: WebhookDeliveryStatus | undefined, page: PageQuery): Promise<Page<WebhookDelivery>> {
     const endpoint = await this.get(p, endpointId);
-    return pageOf(this.deliveryRepo, { account_id: p.accountId, mode: p.mode }, { endpoint_id: endpoint.id, status }, page, undefined, "ix_webhook_deliveries_endpoint");
+    return pageOf(this.deliveryRepo, { account_id: p.accountId, mode: p.mode }, { endpoint_id: endpoint.id, status }, page, undefined, { index: "ix_webhook_deliveries_endpoint" });
   }
 
   /**
