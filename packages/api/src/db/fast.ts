@@ -19,19 +19,9 @@ export type FastRepository<T extends ObjectLiteral> = Pick<
   insertStatement(entity: Partial<T>): Statement;
   /** The statement `update` runs, for `runAtomically`; only the simple `where` shapes. */
   updateStatement(criteria: FindOptionsWhere<T>, partial: Partial<T>, expect?: number): Statement;
-  /**
-   * `find`, with the database told to use `index` (FORCE INDEX on MySQL/MariaDB, INDEXED BY on
-   * SQLite). MariaDB's sampled statistics, and SQLite without statistics, sometimes chose another
-   * index of the account and sorted all its rows for one page (0.7 ms on 10,000 cards).
-   */
-  findUsingIndex(index: string, opts: FindManyOptions<T>): Promise<T[]>;
-  /**
-   * `find` (told to use `index` when given) with `condition`, SQL without parameters, added to the
-   * where: SQLite uses a partial index only for a query that repeats its condition word for word.
-   * Only the shapes `find` runs itself.
-   */
-  findWithCondition(condition: string, opts: FindManyOptions<T>, index?: string): Promise<T[]>;
-  /** TypeORM's `countBy`, told to use `index` the same way. */
+  /** `find`, read as `read` says (FindRead); with neither, `find` itself. */
+  findWith(opts: FindManyOptions<T>, read: FindRead): Promise<T[]>;
+  /** TypeORM's `countBy`, told to use `index` as `findWith` is (FindRead.index). */
   countUsingIndex(index: string, where: FindOptionsWhere<T>): Promise<number>;
   /**
    * Rows matching a condition written in SQL, then `tail` (ORDER BY, LIMIT): for a condition a
@@ -43,6 +33,21 @@ export type FastRepository<T extends ObjectLiteral> = Pick<
   /** A row holding every column of the entity by name (a join's `alias.*`, say) as the entity, as `find` makes them. */
   hydrate(row: Record<string, unknown>): T;
 };
+
+/** How `findWith` reads rows. */
+export interface FindRead {
+  /**
+   * The index the database is told to use (FORCE INDEX on MySQL/MariaDB, INDEXED BY on SQLite).
+   * MariaDB's sampled statistics, and SQLite without statistics, sometimes chose another index of
+   * the account and sorted all its rows for one page (0.7 ms on 10,000 cards).
+   */
+  index?: string;
+  /**
+   * SQL without parameters added to the where: SQLite uses a partial index only for a query that
+   * repeats its condition word for word. Only the shapes `find` runs itself.
+   */
+  condition?: string;
+}
 
 /** `?, ?, ?`: one placeholder per value, for an IN list or a VALUES tuple. */
 export const placeholders = (values: readonly unknown[]): string => values.map(() => "?").join(", ");
@@ -377,7 +382,7 @@ function build<T extends ObjectLiteral>(ds: DataSource, repo: Repository<T>): Fa
     const order = c ? orderBy(opts?.order) : null;
     const take = opts?.take;
     if (!c || order === null || (take !== undefined && !(Number.isInteger(take) && take > 0))) {
-      if (condition) throw new Error(`${meta.name}: findWithCondition takes the shapes find runs itself only`);
+      if (condition) throw new Error(`${meta.name}: a find with a condition takes the shapes find runs itself only`);
       return repo.find(opts);
     }
     const filter = condition ? { sql: `${c.sql} AND (${condition})`, params: c.params } : c;
@@ -424,8 +429,7 @@ function build<T extends ObjectLiteral>(ds: DataSource, repo: Repository<T>): Fa
       return (await select(c, " LIMIT 1"))[0] ?? null;
     },
     find: (opts) => find(opts, table),
-    findUsingIndex: (index, opts) => find(opts, usingIndex(index)),
-    findWithCondition: (condition, opts, index) => find(opts, index ? usingIndex(index) : table, condition),
+    findWith: (opts, read) => find(opts, read.index ? usingIndex(read.index) : table, read.condition),
     countUsingIndex: (index, w) => count(w, usingIndex(index)),
     findWhereSql: (condition, params, tail, partialIndex) =>
       select({ sql: ` WHERE ${condition}`, params }, tail, partialIndex && driver.options.type !== "mysql" ? usingIndex(partialIndex) : table),

@@ -1,5 +1,5 @@
 import { LessThan, type FindOptionsWhere, type ObjectLiteral } from "typeorm";
-import type { FastRepository } from "../db/fast.js";
+import type { FastRepository, FindRead } from "../db/fast.js";
 import { AppError } from "./errors.js";
 
 export interface PageQuery {
@@ -27,11 +27,8 @@ export async function pageOf<T extends ObjectLiteral & { seq: number; id: string
    * instead of walking (account_id, mode, seq) newest first for one page.
    */
   keep?: (row: T) => boolean,
-  /**
-   * How the rows are read: the index that serves this list newest first, pinned (see
-   * findUsingIndex), and a partial index's condition (see findWithCondition).
-   */
-  read: { index?: string; condition?: string } = {},
+  /** How the rows are read: the index that serves this list newest first, a partial index's condition. */
+  read: FindRead = {},
 ): Promise<Page<T>> {
   let filter = { ...scope, ...filters } as FindOptionsWhere<T>;
   if (page.startingAfter) {
@@ -44,11 +41,7 @@ export async function pageOf<T extends ObjectLiteral & { seq: number; id: string
     filter = { ...filter, seq: LessThan(cursor.seq) } as FindOptionsWhere<T>;
   }
   const want = page.limit + 1;
-  const find = (where: FindOptionsWhere<T>) => {
-    const opts = { where, order: { seq: "DESC" } as never, take: want };
-    if (read.condition) return repo.findWithCondition(read.condition, opts, read.index);
-    return read.index ? repo.findUsingIndex(read.index, opts) : repo.find(opts);
-  };
+  const find = (where: FindOptionsWhere<T>) => repo.findWith({ where, order: { seq: "DESC" } as never, take: want }, read);
   if (!keep) {
     const rows = await find(filter);
     return { data: rows.slice(0, page.limit), has_more: rows.length > page.limit };
