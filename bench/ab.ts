@@ -15,7 +15,7 @@
  * Arguments: case, seconds per round, rounds, the builds' dist folders.
  */
 import autocannon from "autocannon";
-import { cpuMs, createCardRequest, startFresh, type FreshServer } from "./processes.js";
+import { apiHeaders, cpuMs, createCardRequest, startFresh, type FreshServer } from "./processes.js";
 
 const [kind, seconds, rounds, ...builds] = process.argv.slice(2);
 if (!["create", "balance", "auth"].includes(kind ?? "") || !(Number(seconds) > 0) || !(Number(rounds) > 0) || builds.length < 2) {
@@ -29,7 +29,7 @@ interface Server extends FreshServer {
 
 const start = async (dist: string): Promise<Server> => ({ ...(await startFresh(dist)), cards: [] });
 
-const headers = (s: Server) => ({ authorization: `Bearer ${s.key}`, "content-type": "application/json" });
+const headers = (s: Server) => apiHeaders(s.key);
 
 /** Cards for the `auth` case to decide on. */
 async function makeCards(s: Server): Promise<void> {

@@ -90,10 +90,13 @@ export async function startFresh(dist: string): Promise<FreshServer> {
   return { ...proc, file, key: /sk_test_[A-Za-z0-9_-]+/.exec(proc.output)![0] };
 }
 
+/** An API request's headers: the key, and a JSON body. */
+export const apiHeaders = (key: string) => ({ authorization: `Bearer ${key}`, "content-type": "application/json" });
+
 /** The `n`th card creation as the bench sends them: with its own Idempotency-Key, for an agent. */
 export const createCardRequest = (key: string, n: number) => ({
   method: "POST" as const,
   path: "/v1/cards",
   body: '{"amount_cents":100,"agent_id":"ab"}',
-  headers: { authorization: `Bearer ${key}`, "content-type": "application/json", "idempotency-key": `ab-${Date.now()}-${n}` },
+  headers: { ...apiHeaders(key), "idempotency-key": `ab-${Date.now()}-${n}` },
 });
