@@ -15,7 +15,10 @@
  *  4. drives autocannon from this process (separate from both servers) for each case, with a
  *     short unrecorded warm-up, and prints req/s, p50, p99 and the ratio to the baseline:
  *     balance, the list of 20 on each card account and get, on /v1 and /trpc; balance on the 100
- *     and 100k accounts and the events list on the 20 and 1M accounts; POST /v1/cards;
+ *     and 100k accounts and the events list on the 20 and 1M accounts; POST /v1/cards. A read and
+ *     its baseline (and the two sides of a scale comparison) are measured in turn, in BENCH_ROUNDS
+ *     rounds of BENCH_DURATION / BENCH_ROUNDS each, the order reversed every other round, and
+ *     judged on their rounds together: the host's drift over minutes falls on both sides alike;
  *  5. real-time authorization decisions: Stripe's signed issuing_authorization.request webhook
  *     while POST /v1/cards runs at full speed beside it, then alone, then the simulated
  *     processor's test helper (POST /v1/test_helpers/cards/:id/authorizations) alone;
@@ -27,7 +30,8 @@
  * the "Latest run" block of BENCHMARKS.md.
  *
  * Knobs (env): BENCH_DURATION (s, default 10), BENCH_CONNECTIONS (10), BENCH_DB (sqlite,mysql),
- * BENCH_ONLY (cases whose name holds it, with their baselines), BENCH_MEMORY_REQUESTS (200000; 0 skips),
+ * BENCH_ROUNDS (3: rounds of each read beside its baseline), BENCH_ONLY (cases whose name holds it,
+ * with their baselines), BENCH_MEMORY_REQUESTS (200000; 0 skips),
  * BENCH_CPU_PROF=<dir> (server runs with --cpu-prof into <dir>), BENCH_NO_WRITE=1 (no json/md),
  * BENCH_WEBHOOK_ROUNDS (3: rounds of the webhook cases' none, three, three, none), BENCH_BREAKDOWN=1
  * (each case's CPU per request split over the server's main thread, its other threads, MariaDB, the
@@ -35,8 +39,8 @@
  * to measure what the key's claim and answer cost; the targets assume the key, so nothing is written).
  *
  * `npm run bench:layers` (BENCH_LAYERS=1) measures instead where GET /v1/balance's time goes: the
- * server is bench/layers-server.ts (the same app plus routes that stop at shallower layers), the
- * cases run interleaved in BENCH_ROUNDS rounds (3) and the medians are printed; nothing is written.
+ * server is bench/layers-server.ts (the same app plus routes that stop at shallower layers), each
+ * layer measured in rounds beside the baseline as the reads are; nothing is written.
  */
 import { execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -62,7 +66,8 @@ const LAYERS = process.env.BENCH_LAYERS === "1";
 const BREAKDOWN = process.env.BENCH_BREAKDOWN === "1";
 /** Creates without an Idempotency-Key: not the targets' run, so nothing is written. */
 const NO_IDEM = process.env.BENCH_NO_IDEM === "1";
-const ROUNDS = LAYERS ? Number(process.env.BENCH_ROUNDS ?? 3) : 1;
+/** Rounds in which each read and its baseline are measured in turn (DURATION / ROUNDS each). */
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const ADMIN_TOKEN = `adm_bench_${randomBytes(16).toString("hex")}`;
 const MYSQL_ROOT = "mysql://root@127.0.0.1:3306/";
 const WEBHOOK_SECRET = `whsec_bench_${randomBytes(16).toString("hex")}`;
@@ -364,8 +369,8 @@ async function load(c: Case, url: string, opts: { duration?: number; amount?: nu
   return result;
 }
 
-async function measure(db: string, c: Case, url: string, pid: number, duration = DURATION): Promise<Result> {
-  await load(c, url, { duration: WARMUP });
+async function measure(db: string, c: Case, url: string, pid: number, duration = DURATION, warmUp = true): Promise<Result> {
+  if (warmUp) await load(c, url, { duration: WARMUP });
   const breakdown = BREAKDOWN ? cpuBreakdown(pid, db) : undefined;
   const cpu0 = cpuMs(pid);
   const r = await load(c, url, { duration });
@@ -507,6 +512,20 @@ function chosen(all: Case[]): Case[] {
   return all.filter((c) => named(c) || baselines.has(c.name));
 }
 
+/**
+ * The chosen cases in groups measured in rounds together: a baseline with the cases compared to it,
+ * and the two sides of a scale comparison (with their baselines); any other case alone.
+ */
+function comparedGroups(chosenCases: Case[]): Case[][] {
+  const key = (c: Case) => {
+    const served = c.target === "baseline" ? chosenCases.filter((x) => x.baseline === c.name).map((x) => x.name) : [c.name];
+    return SCALE.find(([, small, big]) => served.includes(small) || served.includes(big))?.[0] ?? c.baseline ?? c.name;
+  };
+  const groups = new Map<string, Case[]>();
+  for (const c of chosenCases) groups.set(key(c), [...(groups.get(key(c)) ?? []), c]);
+  return [...groups.values()];
+}
+
 /** GET /v1/balance at each depth of the stack (bench/layers-server.ts), beside its baseline. */
 function layerCases(a: Seeded): Case[] {
   const layer = (name: string, path: string): Case => ({ name, target: "server", baseline: "baseline balance", key: a.key, path });
@@ -517,15 +536,6 @@ function layerCases(a: Seeded): Case[] {
     layer("+ tRPC procedure (caller)", "/v1/_layers/trpc/balance"),
     layer("+ REST route: GET /v1/balance", "/v1/balance"),
   ];
-}
-
-/** The median of each case's rounds (by CPU per request; req/s, p50 and p99 from that round). */
-function medians(rounds: Result[]): Result[] {
-  const names = [...new Set(rounds.map((r) => r.name))];
-  return names.map((name) => {
-    const runs = rounds.filter((r) => r.name === name).sort((x, y) => x.cpuUsPerReq - y.cpuUsPerReq);
-    return runs[runs.length >> 1]!;
-  });
 }
 
 const MERCHANT = { name: "Bench shop", category: "book_stores", country: "US" };
@@ -774,17 +784,22 @@ async function runDatabase(kind: "sqlite" | "mysql", stamp: string, withMemory: 
     const accounts = await seedAll(kind, server.url, db.url);
     baseline = await startProcess("bench/baseline.ts", { DATABASE_URL: db.url }, /baseline listening on (\S+)/);
 
-    const rounds: Result[] = [];
+    const results: Result[] = [];
     const all = LAYERS ? layerCases(accounts.a) : cases(kind, accounts);
-    for (let round = 0; round < ROUNDS; round++)
-      for (const c of chosen(all)) {
-        const target = c.target === "server" ? server : baseline;
-        const beside = c.beside && load(c.beside, server.url, { duration: WARMUP + DURATION });
-        rounds.push(await measure(kind, c, target.url, target.child.pid!));
-        await beside;
-      }
-    if (!LAYERS && (!ONLY || WEBHOOKS_THREE.includes(ONLY) || WEBHOOKS_NONE.includes(ONLY))) rounds.push(...(await webhookCases(kind, server)));
-    const results = ROUNDS > 1 ? medians(rounds) : rounds;
+    for (const group of comparedGroups(chosen(all))) {
+      const runs = new Map<Case, Result[]>(group.map((c) => [c, []]));
+      const rounds = group.length > 1 ? ROUNDS : 1;
+      for (let round = 0; round < rounds; round++)
+        for (const c of round % 2 ? [...group].reverse() : group) {
+          const target = c.target === "server" ? server : baseline;
+          const duration = DURATION / rounds;
+          const beside = c.beside && load(c.beside, server.url, { duration: WARMUP + duration });
+          runs.get(c)!.push(await measure(kind, c, target.url, target.child.pid!, duration, round === 0));
+          await beside;
+        }
+      results.push(...group.map((c) => combine(runs.get(c)!)));
+    }
+    if (!LAYERS && (!ONLY || WEBHOOKS_THREE.includes(ONLY) || WEBHOOKS_NONE.includes(ONLY))) results.push(...(await webhookCases(kind, server)));
     for (const c of all) {
       const r = results.find((x) => x.name === c.name);
       const b = c.baseline && results.find((x) => x.name === c.baseline);
@@ -938,7 +953,7 @@ if (!process.env.BENCH_NO_WRITE && !NO_IDEM) {
   mkdirSync(join(ROOT, "bench/results"), { recursive: true });
   const json = join(ROOT, "bench/results", `${stamp}.json`);
   writeFileSync(json, JSON.stringify({ machine: m, durationSeconds: DURATION, connections: CONNECTIONS, results: all, memory, targets: verdictLines }, null, 2));
-  const head = `Latest run: ${m.date}, ${m.nproc} × ${m.cpu}, ${m.ramGb} GB RAM, node ${m.node}; ${DURATION} s per case after a ${WARMUP} s warm-up, ${CONNECTIONS} connections (\`npm run bench\`, raw numbers in bench/results/).`;
+  const head = `Latest run: ${m.date}, ${m.nproc} × ${m.cpu}, ${m.ramGb} GB RAM, node ${m.node}; ${DURATION} s per case after a ${WARMUP} s warm-up (a read and its baseline in ${ROUNDS} alternating rounds of ${Math.round((DURATION / ROUNDS) * 10) / 10} s), ${CONNECTIONS} connections (\`npm run bench\`, raw numbers in bench/results/).`;
   const mem = memory ? `\n\nMemory: server RSS ${memory.rssStartMb} MB at start, ${memory.rssEndMb} MB after ${memory.requests} requests (peak ${memory.rssPeakMb} MB).` : "";
   updateBenchmarksMd(`${head}\n\n${md}${mem}\n\nTargets (issue 19):\n\n${verdictLines.map((v) => `- ${v}`).join("\n")}`);
   process.stdout.write(`\nwrote ${json} and BENCHMARKS.md\n`);
