@@ -522,7 +522,10 @@ function comparedGroups(chosenCases: Case[]): Case[][] {
     return SCALE.find(([, small, big]) => served.includes(small) || served.includes(big))?.[0] ?? c.baseline ?? c.name;
   };
   const groups = new Map<string, Case[]>();
-  for (const c of chosenCases) groups.set(key(c), [...(groups.get(key(c)) ?? []), c]);
+  for (const c of chosenCases) {
+    const k = key(c);
+    groups.set(k, [...(groups.get(k) ?? []), c]);
+  }
   return [...groups.values()];
 }
 
