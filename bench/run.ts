@@ -22,7 +22,8 @@
  *  5. real-time authorization decisions: Stripe's signed issuing_authorization.request webhook
  *     while POST /v1/cards runs at full speed beside it, then alone, then the simulated
  *     processor's test helper (POST /v1/test_helpers/cards/:id/authorizations) alone;
- *  6. creates on an account with three webhook endpoints (one never answers) against none;
+ *  6. creates on an account with three webhook endpoints (one never answers) against none (with
+ *     BENCH_WEBHOOK_SPLIT=1 also two answering endpoints alone and the hanging one alone);
  *  7. on the first database, tops the server up to 200,000 requests with mixed reads on both
  *     transports and the dashboard's static files (its page and the assets it loads), and reads
  *     its VmRSS.
@@ -33,7 +34,9 @@
  * BENCH_ROUNDS (3: rounds of each read beside its baseline), BENCH_ONLY (cases whose name holds it,
  * with their baselines), BENCH_MEMORY_REQUESTS (200000; 0 skips),
  * BENCH_CPU_PROF=<dir> (server runs with --cpu-prof into <dir>), BENCH_NO_WRITE=1 (no json/md),
- * BENCH_WEBHOOK_ROUNDS (3: rounds of the webhook cases' none, three, three, none), BENCH_BREAKDOWN=1
+ * BENCH_WEBHOOK_ROUNDS (3: rounds of the webhook cases' none, three, three, none), BENCH_WEBHOOK_SPLIT=1
+ * (the three endpoints' cost split: two answering endpoints alone and the hanging one alone, in the same
+ * rounds: none, three, two, hanging, hanging, two, three, none), BENCH_BREAKDOWN=1
  * (each case's CPU per request split over the server's main thread, its other threads, MariaDB, the
  * webhook receivers and the load generator), BENCH_NO_IDEM=1 (creates without an Idempotency-Key,
  * to measure what the key's claim and answer cost; the targets assume the key, so nothing is written).
@@ -57,6 +60,8 @@ import { cpuMs, ROOT, START_FLAGS, startProcess, type Proc } from "./processes.j
 const DURATION = Number(process.env.BENCH_DURATION ?? 10);
 /** Rounds of the webhook cases' none, three, three, none (each segment DURATION / 2). */
 const WEBHOOK_ROUNDS = Number(process.env.BENCH_WEBHOOK_ROUNDS ?? 3);
+/** The webhook cases also split the three endpoints: the two answering ones alone, the hanging one alone. */
+const WEBHOOK_SPLIT = process.env.BENCH_WEBHOOK_SPLIT === "1";
 const WARMUP = Math.min(2, Math.max(1, Math.round(DURATION / 5)));
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 10);
 const ONLY = process.env.BENCH_ONLY;
@@ -76,6 +81,8 @@ const AUTHORIZATION_ALONE = "issuing_authorization.request alone";
 const HELPER_ALONE = "POST /v1/test_helpers/cards/:id/authorizations alone";
 const WEBHOOKS_NONE = "POST /v1/cards, no webhook endpoints";
 const WEBHOOKS_THREE = "POST /v1/cards, 3 webhook endpoints (1 hanging)";
+const WEBHOOKS_TWO = "POST /v1/cards, 2 answering webhook endpoints";
+const WEBHOOKS_HANGING = "POST /v1/cards, 1 hanging webhook endpoint";
 // ---------------------------------------------------------------- processes
 
 /** MariaDB's server process on this machine, if it runs here. */
@@ -619,44 +626,52 @@ function decisionCases(s: Seeded, creates: Case): Case[] {
 /**
  * Card creation on an account without webhook endpoints, then on one with three (two receivers
  * that answer at once, one that never answers): every card's event is delivered three times by the
- * server's worker meanwhile, and the hanging receiver holds its share of the worker's slots.
+ * server's worker meanwhile, and the hanging receiver holds its share of the worker's slots. With
+ * WEBHOOK_SPLIT, also on an account with the two answering endpoints alone and one with the hanging
+ * endpoint alone (receiver paths of their own), each compared to none like the three.
  */
 async function webhookCases(kind: "sqlite" | "mysql", server: Proc): Promise<Result[]> {
   const receiver = await startProcess("bench/webhook-receiver.ts", {}, /receiver listening on (\S+)/);
   receiverPid = receiver.child.pid;
   try {
-    const none = await seedAccount(server.url, null, "Bench webhooks none", 0);
-    const three = await seedAccount(server.url, null, "Bench webhooks 3", 0);
-    for (const path of ["/ok-1", "/ok-2", "/hang"]) await api(server.url, "POST", "/v1/webhook_endpoints", three.key, { url: receiver.url + path, events: ["*"] });
-    // In the order none, three, three, none (half the duration each), WEBHOOK_ROUNDS times: the
-    // database grows during the run and each create costs a little more, which a plain "none, then
-    // three" charged to three; the host's noise drifts over minutes, which one round leaves in.
-    const half = (name: string, key: string) => measure(kind, createCase(name, key), server.url, server.child.pid!, DURATION / 2);
+    const account = async (name: string, paths: string[]) => {
+      const s = await seedAccount(server.url, null, `Bench webhooks ${name}`, 0);
+      for (const path of paths) await api(server.url, "POST", "/v1/webhook_endpoints", s.key, { url: receiver.url + path, events: ["*"] });
+      return { name, key: s.key };
+    };
+    const none = await account(WEBHOOKS_NONE, []);
+    const three = await account(WEBHOOKS_THREE, ["/ok-1", "/ok-2", "/hang"]);
+    const split = WEBHOOK_SPLIT ? [await account(WEBHOOKS_TWO, ["/ok-3", "/ok-4"]), await account(WEBHOOKS_HANGING, ["/hang-2"])] : [];
+    // In the order none, three, three, none (with the split: none, three, two, hanging, hanging,
+    // two, three, none), half the duration each, WEBHOOK_ROUNDS times: the database grows during
+    // the run and each create costs a little more, which a plain "none, then three" charged to
+    // three; the host's noise drifts over minutes, which one round leaves in.
+    const sides = [three, ...split];
+    const order = [none, ...sides, ...[...sides].reverse(), none];
     // Whether the worker keeps up: deliveries to /ok-1 while the creates with three endpoints run,
-    // against all it gets for them. Each pair of "three" halves is followed by a wait until the
-    // deliveries stop (a backlog sent during the "none" halves would flatter the ratio).
+    // against all it gets for them. Each run of "three" halves is followed by a wait until the
+    // deliveries stop (a backlog sent during the next halves would flatter their ratio).
     const okCount = async () => ((await (await fetch(`${receiver.url}/count`)).json()) as Record<string, number>)["/ok-1"] ?? 0;
-    let [during, all, drainMs] = [0, 0, 0];
-    const nones: Result[] = [];
-    const threes: Result[] = [];
-    for (let round = 0; round < WEBHOOK_ROUNDS; round++) {
-      nones.push(await half(WEBHOOKS_NONE, none.key));
-      const before = await okCount();
-      threes.push(await half(WEBHOOKS_THREE, three.key), await half(WEBHOOKS_THREE, three.key));
-      const [end, atEnd] = [Date.now(), await okCount()];
-      const drained = await settled(okCount, atEnd);
-      during += atEnd - before;
-      all += drained.value - before;
-      drainMs = Math.max(drainMs, drained.at - end);
-      nones.push(await half(WEBHOOKS_NONE, none.key));
-    }
-    const without = combine(nones);
-    const withThree = combine(threes);
-    withThree.ratio = Math.round((withThree.reqPerSec / without.reqPerSec) * 100) / 100;
+    let [during, all, drainMs, before] = [0, 0, 0, 0];
+    const halves = new Map<string, Result[]>(order.map((side) => [side.name, []]));
+    for (let round = 0; round < WEBHOOK_ROUNDS; round++)
+      for (const [i, side] of order.entries()) {
+        if (side === three && order[i - 1] !== three) before = await okCount();
+        halves.get(side.name)!.push(await measure(kind, createCase(side.name, side.key), server.url, server.child.pid!, DURATION / 2));
+        if (side !== three || order[i + 1] === three) continue;
+        const [end, atEnd] = [Date.now(), await okCount()];
+        const drained = await settled(okCount, atEnd);
+        during += atEnd - before;
+        all += drained.value - before;
+        drainMs = Math.max(drainMs, drained.at - end);
+      }
+    const [without, ...withSides] = [...halves.values()].map(combine);
+    for (const r of withSides) r.ratio = Math.round((r.reqPerSec / without!.reqPerSec) * 100) / 100;
+    const withThree = withSides[0]!;
     withThree.sentDuringLoad = Math.round((during / Math.max(1, all)) * 100) / 100;
     withThree.drainSeconds = Math.round(drainMs / 100) / 10;
     process.stdout.write(`  ${kind.padEnd(7)} /ok-1 got ${pct(withThree.sentDuringLoad)} of its ${all} deliveries during the creates, the last ${withThree.drainSeconds} s after\n`);
-    return [without, withThree];
+    return [without!, ...withSides];
   } finally {
     receiverPid = undefined;
     await receiver.stop();
