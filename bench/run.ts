@@ -817,7 +817,8 @@ async function runDatabase(kind: "sqlite" | "mysql", stamp: string, withMemory: 
         }
       results.push(...group.map((c) => combine(runs.get(c)!)));
     }
-    if (!LAYERS && (!ONLY || WEBHOOKS_THREE.includes(ONLY) || WEBHOOKS_NONE.includes(ONLY))) results.push(...(await webhookCases(kind, server)));
+    const webhooksNamed = [WEBHOOKS_NONE, WEBHOOKS_THREE, ...(WEBHOOK_SPLIT ? [WEBHOOKS_TWO, WEBHOOKS_HANGING] : [])].some((name) => name.includes(ONLY ?? ""));
+    if (!LAYERS && webhooksNamed) results.push(...(await webhookCases(kind, server)));
     for (const c of all) {
       const r = results.find((x) => x.name === c.name);
       const b = c.baseline && results.find((x) => x.name === c.baseline);
