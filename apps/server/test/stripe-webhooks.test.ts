@@ -160,6 +160,18 @@ describe(`stripe webhooks (${dbKind})`, () => {
       expect(answers.filter((a) => a.body.approved === true)).toHaveLength(1);
     });
 
+    it("one authorization in several request events at once (each its own event id): recorded once, one decision for all", async () => {
+      const { key, card, issued } = await openCard(1000);
+      const auth = authorizationFor(issued, 400, { pending: true });
+      const answers = await Promise.all([1, 2, 3, 4].map(() => deliver("issuing_authorization.request", auth)));
+      expect(new Set(answers.map((a) => a.event.id)).size).toBe(4);
+      expect(answers.map((a) => a.body)).toEqual(Array(4).fill({ approved: true }));
+      const recorded = (await s.request("GET", `/v1/authorizations?card_id=${card.id}`, { key })).body.data;
+      expect(recorded).toHaveLength(1);
+      expect(recorded[0]).toMatchObject({ approved: true, amount_cents: 400 });
+      expect(await cardOf(key, card.id)).toMatchObject({ status: "USED", remaining_cents: 0 });
+    });
+
     it("a replayed request event gets the same decision again, and nothing is recorded twice", async () => {
       const { key, card, issued } = await openCard(1000);
       const auth = authorizationFor(issued, 400, { pending: true });

@@ -102,13 +102,12 @@ export class CardLifecycle {
    * Approves iff the card is OPEN, unexpired, its hold in force and the amount within
    * remaining_cents. A zero amount (card verification) is approved without using the card; the
    * first approved non-zero amount makes it USED (a conditional update, so one of many racing
-   * authorizations wins). Every decision is recorded.
+   * authorizations wins). Every decision is recorded. A processor's authorization is recorded once
+   * (its id is a unique key): when it is already recorded, or another request records it first,
+   * that record is the answer. Callers holding such an id look it up first (a repeat is answered
+   * from it); this path then pays no extra read.
    */
   async authorize(card: Card, req: AuthorizationRequest): Promise<Authorization> {
-    if (req.processorAuthorizationId) {
-      const seen = await this.authorizations.findOneBy({ processor_authorization_id: req.processorAuthorizationId });
-      if (seen) return seen;
-    }
     const now = Date.now();
     const row: Omit<Authorization, "seq"> = {
       id: newId("auth"),
