@@ -172,6 +172,27 @@ describe(`stripe webhooks (${dbKind})`, () => {
       expect(await cardOf(key, card.id)).toMatchObject({ status: "USED", remaining_cents: 0 });
     });
 
+    it("the same request event several times at once: recorded once, one decision for all", async () => {
+      const { key, card, issued } = await openCard(1000);
+      const auth = authorizationFor(issued, 700, { pending: true });
+      const answers = await Promise.all([1, 2, 3, 4].map(() => deliver("issuing_authorization.request", auth, { id: "evt_request_at_once_1" })));
+      expect(answers.map((a) => a.body)).toEqual(Array(4).fill({ approved: true }));
+      const recorded = (await s.request("GET", `/v1/authorizations?card_id=${card.id}`, { key })).body.data;
+      expect(recorded).toHaveLength(1);
+      expect(await cardOf(key, card.id)).toMatchObject({ status: "USED", remaining_cents: 0 });
+    });
+
+    it("a replayed declined request event is declined again, and nothing is recorded twice", async () => {
+      const { key, card, issued } = await openCard(1000);
+      const auth = authorizationFor(issued, 1500, { pending: true });
+      expect((await deliver("issuing_authorization.request", auth, { id: "evt_replay_declined_1" })).body).toEqual({ approved: false });
+      expect((await deliver("issuing_authorization.request", auth, { id: "evt_replay_declined_1" })).body).toEqual({ approved: false });
+      const recorded = (await s.request("GET", `/v1/authorizations?card_id=${card.id}`, { key })).body.data;
+      expect(recorded).toHaveLength(1);
+      expect(recorded[0]).toMatchObject({ approved: false, amount_cents: 1500 });
+      expect(await cardOf(key, card.id)).toMatchObject({ status: "OPEN", remaining_cents: 1000 });
+    });
+
     it("a replayed request event gets the same decision again, and nothing is recorded twice", async () => {
       const { key, card, issued } = await openCard(1000);
       const auth = authorizationFor(issued, 400, { pending: true });

@@ -20,7 +20,9 @@ type Outcome = "approved" | "declined" | "applied" | "ignored";
  *   gives the card back) and reversals or expiries of authorizations that will not settle.
  * - issuing_transaction.created: settlement (captures, for any amount) and refunds: money moves here.
  * - payment_intent.canceled: a card's hold lapsed or was canceled: the card is closed at once.
- * Events are deduplicated by id; a replayed request event gets the decision it got the first time.
+ * Events are deduplicated by id in stripe_events, except the request event: its authorization's
+ * own unique key (authorizations.processor_authorization_id) already makes a replay, or a duplicate
+ * racing it, get the decision recorded the first time, so it skips two writes on the hot path.
  *
  * A signed payload is validated (stripe-events.ts) before anything uses it: a malformed event is
  * 400 invalid_event, whatever its type, the synchronous request event included.
@@ -57,30 +59,27 @@ export async function registerStripeWebhooks(app: FastifyInstance, services: Ser
 
   async function handle(req: FastifyRequest, reply: FastifyReply, parsed: ParsedStripeEvent) {
     const { event } = parsed;
-    const synchronous = event.type === "issuing_authorization.request";
-    const claim = await events.claim(event.id, event.type);
-    if (claim.kind === "seen") {
-      let outcome = claim.outcome;
-      // A duplicate of a request event still being decided: wait briefly for that decision.
-      for (let i = 0; synchronous && outcome === null && i < 10; i++) {
-        await new Promise((r) => setTimeout(r, 100));
-        outcome = await events.outcome(event.id);
+    if (event.type === "issuing_authorization.request") {
+      let approved = false;
+      try {
+        approved = (await apply(parsed)) === "approved";
+      } catch (err) {
+        req.log.error({ err, event_id: event.id, event_type: event.type }, "stripe authorization request failed");
       }
-      if (synchronous) return answerAuthorization(reply, event, outcome === "approved");
-      // A seen event whose handling never finished is handled again (the purchase path is idempotent).
-      if (outcome !== null) return reply.code(200).send({ received: true, duplicate: true });
+      return answerAuthorization(reply, event, approved);
     }
+    const claim = await events.claim(event.id, event.type);
+    // A seen event whose handling never finished is handled again (the purchase path is idempotent).
+    if (claim.kind === "seen" && claim.outcome !== null) return reply.code(200).send({ received: true, duplicate: true });
     let outcome: Outcome;
     try {
       outcome = await apply(parsed);
     } catch (err) {
       await events.release(event.id).catch(() => undefined);
       req.log.error({ err, event_id: event.id, event_type: event.type }, "stripe webhook failed");
-      if (synchronous) return answerAuthorization(reply, event, false);
       throw err; // 500: Stripe retries later
     }
     await events.complete(event.id, outcome);
-    if (synchronous) return answerAuthorization(reply, event, outcome === "approved");
     return reply.code(200).send({ received: true, outcome });
   }
 

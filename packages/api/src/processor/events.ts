@@ -7,7 +7,8 @@ export type EventClaim = { kind: "new" } | { kind: "seen"; outcome: string | nul
 /**
  * Webhook events already handled, by the processor's event id: delivery is at least once, so a
  * replay is answered from here instead of being applied twice. A claim whose handling failed is
- * released, so the processor's retry runs it again.
+ * released, so the processor's retry runs it again. (The synchronous authorization request is not
+ * claimed here: its authorization's unique key answers its replays.)
  */
 export class ProcessorEventLog {
   constructor(private readonly ds: DataSource) {}
@@ -22,7 +23,7 @@ export class ProcessorEventLog {
     }
   }
 
-  async outcome(id: string): Promise<string | null> {
+  private async outcome(id: string): Promise<string | null> {
     const [row] = await queryRows(this.ds, `SELECT outcome FROM stripe_events WHERE id = ?`, [id]);
     return row?.outcome ?? null;
   }
