@@ -232,6 +232,21 @@ describe(`stripe webhooks (${dbKind})`, () => {
       expect(await cardOf(key, card.id)).toMatchObject({ status: "OPEN", remaining_cents: 2000 });
     });
 
+    it("a request event repeated after its reversal gets its recorded decision and does not use the card again", async () => {
+      const { key, card, issued } = await openCard(2000);
+      const auth = authorizationFor(issued, 700, { pending: true });
+      expect((await deliver("issuing_authorization.request", auth, { id: "evt_before_reversal_1" })).body).toEqual({ approved: true });
+      await deliver("issuing_authorization.updated", { ...auth, status: "reversed", pending_request: null });
+      expect((await deliver("issuing_authorization.request", auth, { id: "evt_before_reversal_1" })).body).toEqual({ approved: true });
+      expect(await cardOf(key, card.id)).toMatchObject({ status: "OPEN", remaining_cents: 2000 });
+      const recorded = (await s.request("GET", `/v1/authorizations?card_id=${card.id}`, { key })).body.data;
+      expect(recorded).toHaveLength(1);
+      expect(recorded[0]).toMatchObject({ approved: true, status: "reversed" });
+      const used = (await s.request("GET", "/v1/events?type=card.used", { key })).body.data.filter((e: any) => e.data.object.id === card.id);
+      expect(used).toHaveLength(1);
+      expect((await deliver("issuing_authorization.request", authorizationFor(issued, 2000, { pending: true }))).body).toEqual({ approved: true });
+    });
+
     it("settles more than the hold: the hold is captured whole and the rest charged off-session; a refund comes back", async () => {
       const { key, card, issued, pi } = await openCard(1000);
       const auth = authorizationFor(issued, 1000, { pending: true });

@@ -93,13 +93,12 @@ export async function registerStripeWebhooks(app: FastifyInstance, services: Ser
         // The real-time decision, from the database only (Stripe waits at most 2 s).
         const auth = event.data.object;
         const amount = auth.pending_request?.amount ?? auth.amount;
-        const seen = await lifecycle.byProcessorAuthorization(mode, auth.id);
-        // A request on an authorization already decided is an increment of it (or a repeat).
-        if (seen) return seen.approved && (amount <= seen.amount_cents || (await lifecycle.increment(seen, amount))) ? "approved" : "declined";
         const card = await cards.findByProcessor(cardRef(mode, auth.card));
         if (!card) return "declined";
+        // An authorization already decided comes back from `authorize` as recorded (its unique key
+        // stops a second one, the card's use rolled back with it): a repeat, or an increment of it.
         const decided = await lifecycle.authorize(card, { amountCents: amount, merchant: auth.merchant_data ?? undefined, processorAuthorizationId: auth.id });
-        return decided.approved ? "approved" : "declined";
+        return decided.approved && (amount <= decided.amount_cents || (await lifecycle.increment(decided, amount))) ? "approved" : "declined";
       }
       case "issuing_authorization.created": {
         // Stripe's final answer. A decline after we approved: nothing will settle, the card is given back.

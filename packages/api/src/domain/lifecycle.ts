@@ -104,8 +104,8 @@ export class CardLifecycle {
    * first approved non-zero amount makes it USED (a conditional update, so one of many racing
    * authorizations wins). Every decision is recorded. A processor's authorization is recorded once
    * (its id is a unique key): when it is already recorded, or another request records it first,
-   * that record is the answer. Callers holding such an id look it up first (a repeat is answered
-   * from it); this path then pays no extra read.
+   * that record is the answer (its transaction, the card's use included, rolls back): a caller
+   * holding such an id need not look it up first, and a repeat costs one failed insert.
    */
   async authorize(card: Card, req: AuthorizationRequest): Promise<Authorization> {
     const now = Date.now();
