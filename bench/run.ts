@@ -38,7 +38,8 @@
  * (the three endpoints' cost split: two answering endpoints alone and the hanging one alone, in the same
  * rounds: none, three, two, hanging, hanging, two, three, none), BENCH_BREAKDOWN=1
  * (each case's CPU per request split over the server's main thread, its other threads, MariaDB, the
- * webhook receivers and the load generator), BENCH_NO_IDEM=1 (creates without an Idempotency-Key,
+ * webhook receivers and the load generator; on MariaDB also its statements, commits and redo-log
+ * writes per request), BENCH_NO_IDEM=1 (creates without an Idempotency-Key,
  * to measure what the key's claim and answer cost; the targets assume the key, so nothing is written).
  *
  * `npm run bench:layers` (BENCH_LAYERS=1) measures instead where GET /v1/balance's time goes: the
@@ -127,6 +128,26 @@ function cpuBreakdown(pid: number, db: string): (requests: number) => string {
     sample()
       .map(([name, ms]) => `${name} ${Math.round(((ms - (before.get(name) ?? 0)) * 1000) / Math.max(1, requests))}`)
       .join(", ");
+}
+
+/**
+ * MariaDB's statements and commits per request while a case runs (BENCH_BREAKDOWN=1): the server's
+ * global counters (every client's, so only the cases that run alone read true), sampled before and
+ * after. Returns the line to print.
+ */
+async function mysqlStatements(): Promise<(requests: number) => Promise<string>> {
+  const names = ["Questions", "Com_commit", "Innodb_log_writes"];
+  const sample = async () => {
+    const sql = await sqlClient(MYSQL_ROOT);
+    const rows = await sql.rows(`SHOW GLOBAL STATUS WHERE Variable_name IN (${names.map(() => "?").join(", ")})`, names);
+    await sql.close();
+    return new Map(rows.map((r) => [String(r.Variable_name), Number(r.Value)]));
+  };
+  const before = await sample();
+  return async (requests) => {
+    const after = await sample();
+    return names.map((n) => `${n} ${(((after.get(n) ?? 0) - (before.get(n) ?? 0)) / Math.max(1, requests)).toFixed(2)}`).join(", ");
+  };
 }
 
 const rssMb = (pid: number): number => {
@@ -378,6 +399,7 @@ async function load(c: Case, url: string, opts: { duration?: number; amount?: nu
 
 async function measure(db: string, c: Case, url: string, pid: number, duration = DURATION, warmUp = true): Promise<Result> {
   if (warmUp) await load(c, url, { duration: WARMUP });
+  const statements = BREAKDOWN && db === "mysql" ? await mysqlStatements() : undefined;
   const breakdown = BREAKDOWN ? cpuBreakdown(pid, db) : undefined;
   const cpu0 = cpuMs(pid);
   const r = await load(c, url, { duration });
@@ -395,6 +417,7 @@ async function measure(db: string, c: Case, url: string, pid: number, duration =
   };
   process.stdout.write(`  ${db.padEnd(7)} ${c.name.padEnd(44)} ${String(out.reqPerSec).padStart(6)} req/s  p50 ${out.p50} ms  p99 ${out.p99} ms  cpu ${out.cpuUsPerReq} µs/req${out.non2xx || out.errors ? `  non2xx ${out.non2xx} errors ${out.errors}` : ""}\n`);
   if (breakdown) process.stdout.write(`    cpu µs/req: ${breakdown(out.total)}\n`);
+  if (statements) process.stdout.write(`    mysql per request: ${await statements(out.total)}\n`);
   return out;
 }
 
