@@ -52,6 +52,7 @@ describe(`stripe webhooks (${dbKind})`, () => {
     return { account, key, card, issued, pi };
   }
   const cardOf = async (key: string, id: string) => (await s.request("GET", `/v1/cards/${id}`, { key })).body;
+  const authorizationsOf = async (key: string, cardId: string) => (await s.request("GET", `/v1/authorizations?card_id=${cardId}`, { key })).body.data;
 
   describe("signature", () => {
     it("a bad signature, a wrong secret, a missing header, a stale timestamp or a tampered body: 400 invalid_signature", async () => {
@@ -100,7 +101,7 @@ describe(`stripe webhooks (${dbKind})`, () => {
       expect(res.headers.get("content-type")).toMatch(/^application\/json/);
       expect(await cardOf(key, card.id)).toMatchObject({ status: "USED", remaining_cents: 0, spent_cents: 0 });
       expect(pi.status).toBe("requires_capture"); // money moves only at settlement
-      const [recorded] = (await s.request("GET", `/v1/authorizations?card_id=${card.id}`, { key })).body.data;
+      const [recorded] = await authorizationsOf(key, card.id);
       expect(recorded).toMatchObject({ amount_cents: 1500, approved: true, status: "pending", merchant: { name: "Bookshop", category: "book_stores", country: "US" } });
 
       // Settlement: the hold is captured for the settled amount, the card deactivated.
@@ -160,47 +161,33 @@ describe(`stripe webhooks (${dbKind})`, () => {
       expect(answers.filter((a) => a.body.approved === true)).toHaveLength(1);
     });
 
-    it("one authorization in several request events at once (each its own event id): recorded once, one decision for all", async () => {
+    it.each([
+      ["each its own event id", {}, 4],
+      ["the same event id", { id: "evt_request_at_once_1" }, 1],
+    ])("one authorization in four request events at once (%s): recorded once, one decision for all", async (_label, overrides, eventIds) => {
       const { key, card, issued } = await openCard(1000);
       const auth = authorizationFor(issued, 400, { pending: true });
-      const answers = await Promise.all([1, 2, 3, 4].map(() => deliver("issuing_authorization.request", auth)));
-      expect(new Set(answers.map((a) => a.event.id)).size).toBe(4);
+      const answers = await Promise.all([1, 2, 3, 4].map(() => deliver("issuing_authorization.request", auth, overrides)));
+      expect(new Set(answers.map((a) => a.event.id)).size).toBe(eventIds);
       expect(answers.map((a) => a.body)).toEqual(Array(4).fill({ approved: true }));
-      const recorded = (await s.request("GET", `/v1/authorizations?card_id=${card.id}`, { key })).body.data;
+      const recorded = await authorizationsOf(key, card.id);
       expect(recorded).toHaveLength(1);
       expect(recorded[0]).toMatchObject({ approved: true, amount_cents: 400 });
       expect(await cardOf(key, card.id)).toMatchObject({ status: "USED", remaining_cents: 0 });
     });
 
-    it("the same request event several times at once: recorded once, one decision for all", async () => {
+    it.each([
+      ["an approval", 400, true, { status: "USED", remaining_cents: 0 }],
+      ["a decline", 1500, false, { status: "OPEN", remaining_cents: 1000 }],
+    ])("a replayed request event (%s) gets the same decision again, and nothing is recorded twice", async (_label, amount, approved, cardAfter) => {
       const { key, card, issued } = await openCard(1000);
-      const auth = authorizationFor(issued, 700, { pending: true });
-      const answers = await Promise.all([1, 2, 3, 4].map(() => deliver("issuing_authorization.request", auth, { id: "evt_request_at_once_1" })));
-      expect(answers.map((a) => a.body)).toEqual(Array(4).fill({ approved: true }));
-      const recorded = (await s.request("GET", `/v1/authorizations?card_id=${card.id}`, { key })).body.data;
+      const auth = authorizationFor(issued, amount, { pending: true });
+      expect((await deliver("issuing_authorization.request", auth, { id: `evt_replay_request_${amount}` })).body).toEqual({ approved });
+      expect((await deliver("issuing_authorization.request", auth, { id: `evt_replay_request_${amount}` })).body).toEqual({ approved });
+      const recorded = await authorizationsOf(key, card.id);
       expect(recorded).toHaveLength(1);
-      expect(await cardOf(key, card.id)).toMatchObject({ status: "USED", remaining_cents: 0 });
-    });
-
-    it("a replayed declined request event is declined again, and nothing is recorded twice", async () => {
-      const { key, card, issued } = await openCard(1000);
-      const auth = authorizationFor(issued, 1500, { pending: true });
-      expect((await deliver("issuing_authorization.request", auth, { id: "evt_replay_declined_1" })).body).toEqual({ approved: false });
-      expect((await deliver("issuing_authorization.request", auth, { id: "evt_replay_declined_1" })).body).toEqual({ approved: false });
-      const recorded = (await s.request("GET", `/v1/authorizations?card_id=${card.id}`, { key })).body.data;
-      expect(recorded).toHaveLength(1);
-      expect(recorded[0]).toMatchObject({ approved: false, amount_cents: 1500 });
-      expect(await cardOf(key, card.id)).toMatchObject({ status: "OPEN", remaining_cents: 1000 });
-    });
-
-    it("a replayed request event gets the same decision again, and nothing is recorded twice", async () => {
-      const { key, card, issued } = await openCard(1000);
-      const auth = authorizationFor(issued, 400, { pending: true });
-      const first = await deliver("issuing_authorization.request", auth, { id: "evt_replay_request_1" });
-      expect(first.body).toEqual({ approved: true });
-      const again = await deliver("issuing_authorization.request", auth, { id: "evt_replay_request_1" });
-      expect(again.body).toEqual({ approved: true });
-      expect((await s.request("GET", `/v1/authorizations?card_id=${card.id}`, { key })).body.data).toHaveLength(1);
+      expect(recorded[0]).toMatchObject({ approved, amount_cents: amount });
+      expect(await cardOf(key, card.id)).toMatchObject(cardAfter);
     });
   });
 
@@ -213,7 +200,7 @@ describe(`stripe webhooks (${dbKind})`, () => {
       expect(res.body).toEqual({ received: true, outcome: "applied" });
       expect(await cardOf(key, card.id)).toMatchObject({ status: "OPEN", remaining_cents: 2000 });
       expect(pi.status).toBe("requires_capture");
-      const [recorded] = (await s.request("GET", `/v1/authorizations?card_id=${card.id}`, { key })).body.data;
+      const [recorded] = await authorizationsOf(key, card.id);
       expect(recorded).toMatchObject({ approved: false, status: "closed" });
     });
 
@@ -239,7 +226,7 @@ describe(`stripe webhooks (${dbKind})`, () => {
       await deliver("issuing_authorization.updated", { ...auth, status: "reversed", pending_request: null });
       expect((await deliver("issuing_authorization.request", auth, { id: "evt_before_reversal_1" })).body).toEqual({ approved: true });
       expect(await cardOf(key, card.id)).toMatchObject({ status: "OPEN", remaining_cents: 2000 });
-      const recorded = (await s.request("GET", `/v1/authorizations?card_id=${card.id}`, { key })).body.data;
+      const recorded = await authorizationsOf(key, card.id);
       expect(recorded).toHaveLength(1);
       expect(recorded[0]).toMatchObject({ approved: true, status: "reversed" });
       const used = (await s.request("GET", "/v1/events?type=card.used", { key })).body.data.filter((e: any) => e.data.object.id === card.id);
