@@ -3,6 +3,7 @@ import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import { DataSource } from "typeorm";
 import { entities } from "./entities.js";
+import { dropStat4Samples, type SqliteConnection } from "./sqlite-statistics.js";
 import { Init1732200000000 } from "./migrations/1732200000000-init.js";
 import { Idempotency1732300000000 } from "./migrations/1732300000000-idempotency.js";
 import { Stripe1732400000000 } from "./migrations/1732400000000-stripe.js";
@@ -42,10 +43,11 @@ export function createDataSource(url: string): DataSource {
       type: "better-sqlite3",
       database: path,
       // WAL lets readers proceed while a writer commits; busy_timeout waits instead of SQLITE_BUSY.
-      prepareDatabase: (db: { pragma(s: string): unknown }) => {
+      prepareDatabase: (db: SqliteConnection & { pragma(s: string): unknown }) => {
         db.pragma("journal_mode = WAL");
         db.pragma("busy_timeout = 5000");
         db.pragma("synchronous = NORMAL");
+        dropStat4Samples(db);
       },
     });
   }
