@@ -187,6 +187,24 @@ describe("webhook delivery", () => {
     expect(deliveries.map((d) => d.event_type)).toEqual(["policy.updated"]);
   });
 
+  it("the events of one transaction (an authorization and the card it used) reach each endpoint that takes their type", async () => {
+    const key = await account();
+    const used = await endpointFor(server, receiver, "/used-only", ["card.used"], key);
+    const approved = await endpointFor(server, receiver, "/approved-only", ["authorization.approved"], key);
+    const both = await endpointFor(server, receiver, "/both", ["authorization.approved", "card.used"], key);
+    const card = await server.request("POST", "/v1/cards", { body: { amount_cents: 900 }, key });
+    const auth = await server.request("POST", `/v1/test_helpers/cards/${card.body.id}/authorizations`, { body: { amount_cents: 400, merchant: { name: "Shop" } }, key });
+    expect(auth.status).toBe(200);
+    await eventually("delivered", () => receiver.at("/used-only").length === 1 && receiver.at("/approved-only").length === 1 && receiver.at("/both").length === 2);
+    expect(receiver.at("/used-only")[0]!.event.data.object.id).toBe(card.body.id);
+    expect(receiver.at("/approved-only")[0]!.event.data.object.id).toBe(auth.body.id);
+    expect(receiver.at("/both").map((r) => r.event.type).sort()).toEqual(["authorization.approved", "card.used"]);
+    const types = async (id: string) => (await deliveriesOf(server, id, key)).map((d) => d.event_type).sort();
+    expect(await types(used.id)).toEqual(["card.used"]);
+    expect(await types(approved.id)).toEqual(["authorization.approved"]);
+    expect(await types(both.id)).toEqual(["authorization.approved", "card.used"]);
+  });
+
   it("delivers an event to each of two endpoints made in the same millisecond (ids that start alike)", async () => {
     const key = await account();
     const a = await endpointFor(server, receiver, "/same-ms-a", ["policy.updated"], key);

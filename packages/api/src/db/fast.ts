@@ -16,7 +16,8 @@ export type FastRepository<T extends ObjectLiteral> = Pick<
   "findOneBy" | "find" | "update" | "insert" | "delete" | "findOne" | "createQueryBuilder"
 > & {
   /** The statement `insert` runs, for `runAtomically`; only plain column values. */
-  insertStatement(entity: Partial<T>): Statement;
+  /** Rows with the same columns in one statement; only plain column values. */
+  insertStatement(entities: Partial<T> | readonly Partial<T>[]): Statement;
   /** The statement `update` runs, for `runAtomically`; only the simple `where` shapes. */
   updateStatement(criteria: FindOptionsWhere<T>, partial: Partial<T>, expect?: number): Statement;
   /** `find`, read as `read` says (FindRead); with neither, `find` itself. */
@@ -411,14 +412,16 @@ function build<T extends ObjectLiteral>(ds: DataSource, repo: Repository<T>): Fa
     };
   };
 
-  /** `INSERT INTO … VALUES …` of one row, or null for a shape TypeORM must build. */
-  const insertSql = (entity: unknown): Compiled | null => {
-    if (!entity || typeof entity !== "object" || Array.isArray(entity)) return null;
-    const values = Object.entries(entity as Record<string, unknown>).filter(([, v]) => v !== undefined);
-    if (values.some(([k, v]) => !columns.has(k) || !storable(v))) return null;
+  /** `INSERT INTO … VALUES …` of rows with the same columns in the same order, or null for a shape TypeORM must build. */
+  const insertSql = (entities: readonly unknown[]): Compiled | null => {
+    const rows = entities.map((e) => (e && typeof e === "object" && !Array.isArray(e) ? Object.entries(e).filter(([, v]) => v !== undefined) : null));
+    const first = rows[0];
+    const alike = (row: [string, unknown][] | null): row is [string, unknown][] =>
+      !!row && row.length === first!.length && row.every(([k, v], i) => k === first![i]![0] && columns.has(k) && storable(v));
+    if (!first || !rows.every(alike)) return null;
     return {
-      sql: `INSERT INTO ${table} (${values.map(([k]) => quoted.get(k)!).join(", ")}) VALUES (${placeholders(values)})`,
-      params: values.map(([k, v]) => persistent(k, v)),
+      sql: `INSERT INTO ${table} (${first.map(([k]) => quoted.get(k)!).join(", ")}) VALUES ${rows.map((row) => `(${placeholders(row!)})`).join(", ")}`,
+      params: rows.flatMap((row) => row!.map(([k, v]) => persistent(k, v))),
     };
   };
 
@@ -440,15 +443,15 @@ function build<T extends ObjectLiteral>(ds: DataSource, repo: Repository<T>): Fa
       return { raw: res.raw, affected: res.affected, generatedMaps: [] };
     },
     async insert(entity) {
-      const stmt = insertSql(entity);
+      const stmt = Array.isArray(entity) ? null : insertSql([entity]);
       if (!stmt) return repo.insert(entity as never);
       const res = await run(stmt.sql, stmt.params);
       // Like TypeORM: the generated increment key (SQLite: last row id; MySQL: insertId) is returned.
       const generated = increment && !(increment.propertyName in (entity as object)) ? { [increment.propertyName]: insertedId(res) } : {};
       return { identifiers: [generated], generatedMaps: [generated], raw: res.raw };
     },
-    insertStatement(entity) {
-      const stmt = insertSql(entity);
+    insertStatement(entities) {
+      const stmt = insertSql(Array.isArray(entities) ? entities : [entities]);
       if (!stmt) throw new Error(`${meta.name}: insertStatement takes plain column values only`);
       return stmt;
     },

@@ -35,9 +35,10 @@ export interface EventStatement extends Statement {
 
 /**
  * Statements to commit with every event, beside its insert, in the same transaction (the hook of
- * outgoing webhooks: their delivery rows). Each receives the event row as inserted.
+ * outgoing webhooks: their delivery rows). Each receives the event rows of one transaction as
+ * inserted.
  */
-export type EventFanOut = (ds: DataSource, event: Omit<EventRecord, "seq">) => EventStatement[];
+export type EventFanOut = (ds: DataSource, events: Omit<EventRecord, "seq">[]) => EventStatement[];
 const fanOuts: EventFanOut[] = [];
 
 /** Registers statements to run with every event recorded from now on (see EventFanOut). */
@@ -46,23 +47,32 @@ export function addEventFanOut(fanOut: EventFanOut): void {
 }
 
 /**
- * The outbox (DESIGN 3.7): the statements that record an event, to run in the state change's own
+ * The outbox (DESIGN 3.7): the statements that record events, to run in the state change's own
  * transaction (commitWithEvents, after the conditional update whose `expect` guards the transition),
- * so an event exists exactly when its change committed. One insert, plus any fan-out.
+ * so an event exists exactly when its change committed. One insert of all the events, in their
+ * order, plus any fan-out: a statement each rather than one per event (on MariaDB each is a round
+ * trip of the transaction).
  */
-export function eventStatements(ds: DataSource, e: NewEvent): EventStatement[] {
-  const row: Omit<EventRecord, "seq"> = {
-    id: newId("evt"),
-    account_id: e.accountId,
-    mode: e.mode,
-    type: e.type,
-    actor_type: e.actor.type,
-    actor_id: "id" in e.actor ? e.actor.id : null,
-    data: JSON.stringify(e.object),
-    created_at: Date.now(),
+export function eventStatements(ds: DataSource, events: NewEvent[]): EventStatement[] {
+  if (events.length === 0) return [];
+  const created = Date.now();
+  const rows = events.map(
+    (e): Omit<EventRecord, "seq"> => ({
+      id: newId("evt"),
+      account_id: e.accountId,
+      mode: e.mode,
+      type: e.type,
+      actor_type: e.actor.type,
+      actor_id: "id" in e.actor ? e.actor.id : null,
+      data: JSON.stringify(e.object),
+      created_at: created,
+    }),
+  );
+  const insert: EventStatement = {
+    ...fastRepository(ds, EventEntity).insertStatement(rows),
+    afterCommit: () => rows.forEach((row) => wakeWatchers(ds, row.account_id, row.mode)),
   };
-  const insert: EventStatement = { ...fastRepository(ds, EventEntity).insertStatement(row), afterCommit: () => wakeWatchers(ds, row.account_id, row.mode) };
-  return [insert, ...fanOuts.flatMap((f) => f(ds, row))];
+  return [insert, ...fanOuts.flatMap((f) => f(ds, rows))];
 }
 
 /** Who waits for the events committed on this instance, per database, by account and mode (event streams, EventService.watch). */
@@ -85,7 +95,7 @@ export function commitWithEvents(
   order: "change_first" | "events_first" = "change_first",
   lead: EventStatement[] = [],
 ): Promise<SqlResult[] | null> {
-  const recorded = events.flatMap((e) => eventStatements(ds, e));
+  const recorded = eventStatements(ds, events);
   const steps = [...lead, ...(order === "change_first" ? [...change, ...recorded] : [...recorded, ...change])];
   return runAtomically(ds, steps).then((results) => {
     if (results) steps.forEach((step, i) => step.afterCommit?.(results[i]!));

@@ -237,7 +237,7 @@ export class CardLifecycle {
         this.transactions.insertStatement(txn),
         { sql: "UPDATE cards SET spent_cents = spent_cents + ? WHERE id = ?", params: [req.amountCents, card.id] },
         ...intents.map((i) => i.statement),
-        ...eventStatements(this.deps.ds, this.event(card, "transaction.created", transactionView({ ...txn, seq: 0 }))),
+        ...eventStatements(this.deps.ds, [this.event(card, "transaction.created", transactionView({ ...txn, seq: 0 }))]),
       ];
       if (req.authorizationId)
         steps.push(this.authorizations.updateStatement({ id: req.authorizationId, status: "pending" }, { status: "closed", updated_at: now }));

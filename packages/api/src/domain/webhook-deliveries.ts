@@ -69,17 +69,20 @@ export function wakeWorkerHere(ds: DataSource): void {
  * once it commits and writes its deliveries already claimed for itself. If the instance dies
  * first, the lease ends and any instance writes them (at least once).
  */
-function fanOutStatement(ds: DataSource, event: Omit<EventRecord, "seq">): EventStatement {
+function fanOutStatement(ds: DataSource, events: Omit<EventRecord, "seq">[]): EventStatement {
   const here = sendingHere.get(ds);
+  const select =
+    "SELECT ?, GROUP_CONCAT(id), ?, ? FROM webhook_endpoints " +
+    `WHERE account_id = ? AND mode = ? AND status = 'enabled' AND (events = '["*"]' OR INSTR(events, ?) > 0) HAVING COUNT(*) > 0`;
   return {
-    sql:
-      "INSERT INTO webhook_fan_outs (event_id, endpoint_ids, lease_token, lease_until) SELECT ?, GROUP_CONCAT(id), ?, ? FROM webhook_endpoints " +
-      `WHERE account_id = ? AND mode = ? AND status = 'enabled' AND (events = '["*"]' OR INSTR(events, ?) > 0) HAVING COUNT(*) > 0`,
-    params: [event.id, here?.token ?? null, here ? event.created_at + here.leaseMs : 0, event.account_id, event.mode, JSON.stringify(event.type)],
-    afterCommit: here && ((result) => result.affected && here.committed(event)),
+    // The events of one transaction in one statement (one SELECT each): a round trip each on MariaDB.
+    sql: `INSERT INTO webhook_fan_outs (event_id, endpoint_ids, lease_token, lease_until) ${events.map(() => select).join(" UNION ALL ")}`,
+    params: events.flatMap((e) => [e.id, here?.token ?? null, here ? e.created_at + here.leaseMs : 0, e.account_id, e.mode, JSON.stringify(e.type)]),
+    // Which of the events got a row is not told; one without reads nothing when its deliveries are written.
+    afterCommit: here && ((result) => result.affected && events.forEach((e) => here.committed(e))),
   };
 }
-addEventFanOut((ds, event) => [fanOutStatement(ds, event)]);
+addEventFanOut((ds, events) => [fanOutStatement(ds, events)]);
 
 /**
  * Fails the pending deliveries of an endpoint being disabled, but for attempts in flight (leased):
