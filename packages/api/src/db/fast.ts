@@ -15,8 +15,7 @@ export type FastRepository<T extends ObjectLiteral> = Pick<
   Repository<T>,
   "findOneBy" | "find" | "update" | "insert" | "delete" | "findOne" | "createQueryBuilder"
 > & {
-  /** The statement `insert` runs, for `runAtomically`; only plain column values. */
-  /** Rows with the same columns in one statement; only plain column values. */
+  /** The statement `insert` runs, for `runAtomically`, of one row or of rows with the same columns; only plain column values. */
   insertStatement(entities: Partial<T> | readonly Partial<T>[]): Statement;
   /** The statement `update` runs, for `runAtomically`; only the simple `where` shapes. */
   updateStatement(criteria: FindOptionsWhere<T>, partial: Partial<T>, expect?: number): Statement;

@@ -75,7 +75,7 @@ function fanOutStatement(ds: DataSource, events: Omit<EventRecord, "seq">[]): Ev
     "SELECT ?, GROUP_CONCAT(id), ?, ? FROM webhook_endpoints " +
     `WHERE account_id = ? AND mode = ? AND status = 'enabled' AND (events = '["*"]' OR INSTR(events, ?) > 0) HAVING COUNT(*) > 0`;
   return {
-    // The events of one transaction in one statement (one SELECT each): a round trip each on MariaDB.
+    // One statement for the events of one transaction, a SELECT per event: on MariaDB every statement is a round trip.
     sql: `INSERT INTO webhook_fan_outs (event_id, endpoint_ids, lease_token, lease_until) ${events.map(() => select).join(" UNION ALL ")}`,
     params: events.flatMap((e) => [e.id, here?.token ?? null, here ? e.created_at + here.leaseMs : 0, e.account_id, e.mode, JSON.stringify(e.type)]),
     // Which of the events got a row is not told; one without reads nothing when its deliveries are written.
