@@ -16,12 +16,10 @@ export interface SqliteConnection {
  * cached statements on every request, so after an ANALYZE its reads cost about twice as much
  * (BENCHMARKS.md, fix 49). better-sqlite3 exposes no switch for it (SQLITE_DBCONFIG_ENABLE_QPSG),
  * so the samples go, the way SQLite documents for editing its statistics, before the connection
- * prepares anything. Returns how many samples were deleted.
+ * prepares anything.
  */
-export function dropStat4Samples(db: SqliteConnection): number {
-  if (!db.prepare("SELECT 1 FROM sqlite_schema WHERE name = 'sqlite_stat4'").get()) return 0;
-  const { changes } = db.prepare("DELETE FROM sqlite_stat4").run();
+export function dropStat4Samples(db: SqliteConnection): void {
+  if (!db.prepare("SELECT 1 FROM sqlite_schema WHERE name = 'sqlite_stat4'").get()) return;
   // Reloads the statistics the connection already read with the schema.
-  if (changes > 0) db.exec("ANALYZE sqlite_schema");
-  return changes;
+  if (db.prepare("DELETE FROM sqlite_stat4").run().changes > 0) db.exec("ANALYZE sqlite_schema");
 }

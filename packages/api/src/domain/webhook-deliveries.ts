@@ -79,7 +79,7 @@ function fanOutStatement(ds: DataSource, events: Omit<EventRecord, "seq">[]): Ev
     sql: `INSERT INTO webhook_fan_outs (event_id, endpoint_ids, lease_token, lease_until) ${events.map(() => select).join(" UNION ALL ")}`,
     params: events.flatMap((e) => [e.id, here?.token ?? null, here ? e.created_at + here.leaseMs : 0, e.account_id, e.mode, JSON.stringify(e.type)]),
     // Which of the events got a row is not told; one without reads nothing when its deliveries are written.
-    afterCommit: here && ((result) => result.affected && events.forEach((e) => here.committed(e))),
+    afterCommit: here && ((result) => result.affected && here.committed(events)),
   };
 }
 addEventFanOut((ds, events) => [fanOutStatement(ds, events)]);
@@ -177,9 +177,9 @@ export class WebhookDeliveryQueue {
     this.onFresh?.(true);
   }
 
-  /** Told by the fan-out once an event whose fan-out is leased to this instance has committed. */
-  committed(event: Omit<EventRecord, "seq">): void {
-    this.fresh.push(event);
+  /** Told by the fan-out once events whose fan-outs are leased to this instance have committed (one transaction's). */
+  committed(events: Omit<EventRecord, "seq">[]): void {
+    this.fresh.push(...events);
     // Committed once the worker had stopped: its deliveries are written due at once, for any
     // instance. Should that fail, the lease ends and any instance writes them.
     if (this.onFresh) this.onFresh(false);
