@@ -12,15 +12,16 @@
  * Cases: `create` (POST /v1/cards, each with its own Idempotency-Key, as `npm run bench` sends
  * them), `balance` (GET /v1/balance), `auth` (the simulated processor's authorization helper,
  * cycling over 2,000 cards: the first decision on a card approves it, the rest decline), `events`
- * (GET /v1/events?limit=20, after those 2,000 cards' creation events).
+ * (GET /v1/events?limit=20, after those 2,000 cards' creation events), `list` (GET
+ * /v1/cards?limit=20 over those 2,000 cards).
  * Arguments: case, seconds per round, rounds, the builds' dist folders.
  */
 import autocannon from "autocannon";
 import { apiHeaders, cpuMs, createCardRequest, startFresh, type FreshServer } from "./processes.js";
 
 const [kind, seconds, rounds, ...builds] = process.argv.slice(2);
-if (!["create", "balance", "auth", "events"].includes(kind ?? "") || !(Number(seconds) > 0) || !(Number(rounds) > 0) || builds.length < 2) {
-  console.error("usage: npm run bench:ab -- <create|balance|auth|events> <seconds per round> <rounds> <dist folder> <dist folder>…");
+if (!["create", "balance", "auth", "events", "list"].includes(kind ?? "") || !(Number(seconds) > 0) || !(Number(rounds) > 0) || builds.length < 2) {
+  console.error("usage: npm run bench:ab -- <create|balance|auth|events|list> <seconds per round> <rounds> <dist folder> <dist folder>…");
   process.exit(2);
 }
 
@@ -32,7 +33,7 @@ const start = async (dist: string): Promise<Server> => ({ ...(await startFresh(d
 
 const headers = (s: Server) => apiHeaders(s.key);
 
-/** Cards for the `auth` case to decide on (and their events for `events`). */
+/** Cards for the `auth` case to decide on (and their events for `events`, the page for `list`). */
 async function makeCards(s: Server): Promise<void> {
   for (let i = 0; i < 2000; i++) {
     const res = await fetch(`${s.url}/v1/cards`, { method: "POST", headers: headers(s), body: JSON.stringify({ amount_cents: 5000 }) });
@@ -48,6 +49,7 @@ function load(s: Server, duration: number): Promise<Outcome> {
   const request = (): { method: "GET" | "POST"; path: string; body?: string; headers: Record<string, string> } => {
     if (kind === "balance") return { method: "GET", path: "/v1/balance", headers: headers(s) };
     if (kind === "events") return { method: "GET", path: "/v1/events?limit=20", headers: headers(s) };
+    if (kind === "list") return { method: "GET", path: "/v1/cards?limit=20", headers: headers(s) };
     if (kind === "auth")
       return { method: "POST", path: `/v1/test_helpers/cards/${s.cards[sent++ % s.cards.length]}/authorizations`, body: '{"amount_cents":100}', headers: headers(s) };
     return createCardRequest(s.key, sent++);
@@ -57,7 +59,7 @@ function load(s: Server, duration: number): Promise<Outcome> {
 
 const servers: Server[] = [];
 for (const dist of builds) servers.push(await start(dist));
-if (kind === "auth" || kind === "events") for (const s of servers) await makeCards(s);
+if (kind === "auth" || kind === "events" || kind === "list") for (const s of servers) await makeCards(s);
 for (const s of servers) await load(s, 2);
 
 const cpuPerRequest: number[][] = builds.map(() => []);
