@@ -1,6 +1,7 @@
 import { createRequire } from "node:module";
 import { Worker } from "node:worker_threads";
 import type { DataSource } from "typeorm";
+import { sqliteConnectionOf } from "./sqlite-connection.js";
 
 export interface CheckpointerOptions {
   /** How often the worker copies the WAL back into the database file. */
@@ -21,8 +22,6 @@ db.pragma("busy_timeout = 5000");
 setInterval(() => db.pragma("wal_checkpoint(PASSIVE)"), workerData.intervalMs);
 `;
 
-type Connection = { pragma(s: string, o?: { simple: boolean }): unknown; name: string; memory: boolean };
-
 /**
  * Moves the work of SQLite's WAL checkpoints off the event loop. By default the commit that
  * crosses 1000 WAL pages copies them into the database file and fsyncs both files, on the thread
@@ -37,7 +36,7 @@ type Connection = { pragma(s: string, o?: { simple: boolean }): unknown; name: s
  * back. A no-op for MySQL and in-memory databases. Returns the stop function.
  */
 export function startCheckpointer(ds: DataSource, opts: CheckpointerOptions = {}): () => Promise<void> {
-  const db = (ds.driver as unknown as { databaseConnection?: Connection }).databaseConnection;
+  const db = sqliteConnectionOf(ds);
   if (ds.options.type !== "better-sqlite3" || !db || db.memory) return async () => undefined;
   const worker = new Worker(WORKER_SOURCE, {
     eval: true,

@@ -3,7 +3,8 @@ import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import { DataSource } from "typeorm";
 import { entities } from "./entities.js";
-import { dropStat4Samples, type SqliteConnection } from "./sqlite-statistics.js";
+import type { SqliteConnection } from "./sqlite-connection.js";
+import { dropStat4Samples } from "./sqlite-statistics.js";
 import { Init1732200000000 } from "./migrations/1732200000000-init.js";
 import { Idempotency1732300000000 } from "./migrations/1732300000000-idempotency.js";
 import { Stripe1732400000000 } from "./migrations/1732400000000-stripe.js";
@@ -43,7 +44,7 @@ export function createDataSource(url: string): DataSource {
       type: "better-sqlite3",
       database: path,
       // WAL lets readers proceed while a writer commits; busy_timeout waits instead of SQLITE_BUSY.
-      prepareDatabase: (db: SqliteConnection & { pragma(s: string): unknown }) => {
+      prepareDatabase: (db: SqliteConnection) => {
         db.pragma("journal_mode = WAL");
         db.pragma("busy_timeout = 5000");
         db.pragma("synchronous = NORMAL");

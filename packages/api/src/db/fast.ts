@@ -1,6 +1,7 @@
 import { FindOperator, type DataSource, type FindManyOptions, type FindOptionsWhere, type EntityMetadata, type EntitySchema, type ObjectLiteral, type Repository } from "typeorm";
 import type { ColumnMetadata } from "typeorm/metadata/ColumnMetadata.js";
 import { retryOnDeadlock } from "./datasource.js";
+import { sqliteConnectionOf, type SqliteConnection, type SqliteStatement } from "./sqlite-connection.js";
 
 /**
  * The hot path's repository: the same methods and results as TypeORM's Repository for the simple
@@ -90,8 +91,7 @@ export interface SqlResult {
   raw: any;
 }
 
-type PreparedStatement = { reader: boolean; all(...p: unknown[]): Record<string, unknown>[]; run(...p: unknown[]): { changes: number; lastInsertRowid: number | bigint } };
-const statements = new WeakMap<DataSource, Map<string, PreparedStatement>>();
+const statements = new WeakMap<DataSource, Map<string, SqliteStatement>>();
 const STATEMENT_CACHE = 500;
 
 type MysqlExecutor = { execute(sql: string, params: unknown[], done: (err: Error | null, raw: any) => void): void };
@@ -119,21 +119,14 @@ export async function runSql(ds: DataSource, sql: string, params: unknown[]): Pr
   return retryOnDeadlock(() => mysqlExecute(pool, sql, params));
 }
 
-type SqliteConnection = {
-  prepare(s: string): PreparedStatement;
-  transaction<R>(fn: () => R): (() => R) & { immediate(): R };
-  inTransaction: boolean;
-};
-const connectionOf = (ds: DataSource) => (ds.driver as unknown as { databaseConnection: SqliteConnection }).databaseConnection;
-
 /** A statement prepared once per SQL string and data source. */
-function prepared(ds: DataSource, sql: string): PreparedStatement {
+function prepared(ds: DataSource, sql: string): SqliteStatement {
   let cached = statements.get(ds);
   if (!cached) statements.set(ds, (cached = new Map()));
   let stmt = cached.get(sql);
   if (!stmt) {
     if (cached.size >= STATEMENT_CACHE) cached.clear();
-    cached.set(sql, (stmt = connectionOf(ds).prepare(sql)));
+    cached.set(sql, (stmt = sqliteConnectionOf(ds)!.prepare(sql)));
   }
   return stmt;
 }
@@ -142,7 +135,7 @@ function prepared(ds: DataSource, sql: string): PreparedStatement {
 const sqliteRun = (ds: DataSource, sql: string, params: unknown[]): SqlResult => execute(prepared(ds, sql), params);
 
 /** A prepared statement run: a read's rows, or a write's changes and last inserted row id. */
-function execute(stmt: PreparedStatement, params: unknown[]): SqlResult {
+function execute(stmt: SqliteStatement, params: unknown[]): SqlResult {
   if (stmt.reader) return { records: stmt.all(...params), raw: undefined };
   const res = stmt.run(...params);
   return { records: [], affected: res.changes, raw: res.lastInsertRowid };
@@ -187,7 +180,7 @@ class PartlyWritten extends Error {
 }
 
 function commitGroup(ds: DataSource): void {
-  const db = connectionOf(ds);
+  const db = sqliteConnectionOf(ds)!;
   // A TypeORM transaction (owner sign-in) is open between two of its awaits: let it end first.
   if (db.inTransaction) return void setImmediate(() => commitGroup(ds));
   const group = queues.get(ds)!;

@@ -1,8 +1,4 @@
-/** The part of a better-sqlite3 connection this needs. */
-export interface SqliteConnection {
-  prepare(sql: string): { get(): unknown; run(): { changes: number } };
-  exec(sql: string): unknown;
-}
+import type { SqliteConnection } from "./sqlite-connection.js";
 
 /**
  * Empties `sqlite_stat4` (ANALYZE's samples of index keys) when the server opens its SQLite file,
