@@ -53,7 +53,8 @@ export const newId = (prefix: "card" | "appr" | "acct" | "key" | "req" | "hold" 
 
 /** The last millisecond of the year 9999: `toISOString` writes later years (and years before 0) with a sign and six digits. */
 const LAST_FOUR_DIGIT_MS = 253_402_300_799_999;
-const DAY_MS = 86_400_000;
+/** A UTC day in milliseconds. */
+export const DAY_MS = 86_400_000;
 const two = (n: number) => (n < 10 ? `0${n}` : `${n}`);
 const three = (n: number) => (n < 10 ? `00${n}` : n < 100 ? `0${n}` : `${n}`);
 

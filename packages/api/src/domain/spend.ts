@@ -1,7 +1,6 @@
 import { queryRows } from "../db/fast.js";
 import type { Deps, Principal } from "./deps.js";
-
-const DAY_MS = 86_400_000;
+import { DAY_MS, isoTime } from "./ids.js";
 
 /** One UTC day of settled money: captures minus refunds, and how many transactions made it. */
 export interface DailySpend {
@@ -40,7 +39,7 @@ export class SpendService {
     return Array.from({ length: days }, (_, i) => {
       const day = first + i * DAY_MS;
       const row = byDay.get(day);
-      return { date: new Date(day).toISOString().slice(0, 10), spent_cents: Number(row?.spent ?? 0), transactions: Number(row?.n ?? 0) };
+      return { date: isoTime(day).slice(0, 10), spent_cents: Number(row?.spent ?? 0), transactions: Number(row?.n ?? 0) };
     });
   }
 }
