@@ -119,7 +119,9 @@ describe(`reading cards (${dbKind})`, () => {
     });
 
     it("starting_after with an unknown id, or another account's id, is 400", async () => {
-      expectError(await list(many.key, "?starting_after=card_doesnotexist"), 400, "validation_error");
+      const err = expectError(await list(many.key, "?starting_after=card_doesnotexist"), 400, "validation_error");
+      expect(err.message).toBe("Invalid request: starting_after does not name an item of this list.");
+      expect(err.details.issues).toEqual([{ path: "starting_after", message: "does not name an item of this list" }]);
       const other = await (await s.newAccount()).key();
       expectError(await list(other, `?starting_after=${many.ids[3]}`), 400, "validation_error");
     });

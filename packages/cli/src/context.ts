@@ -19,6 +19,8 @@ export interface Ctx {
    * the flag and what was typed: the API's validation messages about them are shown in dollars.
    */
   dollarFlags: Record<string, DollarFlag>;
+  /** API fields given by a flag of another name (`types` by --events): the API's validation messages name the flag. */
+  flagNames: Record<string, string>;
 }
 
 export interface DollarFlag {
@@ -43,6 +45,7 @@ export function ctxOf(cmd: Command): Ctx {
       return client;
     },
     dollarFlags: {},
+    flagNames: {},
     admin: (method, path, body) => adminRequest(resolved.baseUrl, opts.adminToken ?? process.env.CARDCTL_ADMIN_TOKEN, method, path, body),
   };
   current = ctx;

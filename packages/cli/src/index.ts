@@ -73,6 +73,6 @@ export async function main(argv = process.argv): Promise<number> {
         baseUrl = undefined;
       }
     }
-    return reportError(err, current?.out ?? new Output(opts), { baseUrl, dollarFlags: current?.dollarFlags });
+    return reportError(err, current?.out ?? new Output(opts), { baseUrl, dollarFlags: current?.dollarFlags, flagNames: current?.flagNames });
   }
 }

@@ -77,7 +77,17 @@ function askMasked(question: string): Promise<string> {
 }
 
 /** y/N on a terminal. */
-export async function confirm(question: string): Promise<boolean> {
+async function confirm(question: string): Promise<boolean> {
   const a = await ask(`${question} [y/N] `);
   return /^y(es)?$/i.test(a);
+}
+
+/**
+ * Before something that cannot be undone: asks on a terminal; elsewhere (a script, a pipe) refuses
+ * unless --yes was given, so nothing is destroyed by a command that nobody watched.
+ */
+export async function confirmOrRefuse(yes: boolean | undefined, o: { what: string; question: string; aborted: string }): Promise<void> {
+  if (yes) return;
+  if (!process.stdin.isTTY || !process.stdout.isTTY) throw new UsageError(`Refusing to ${o.what} without confirmation: not a terminal. Pass --yes.`);
+  if (!(await confirm(o.question))) throw new UsageError(o.aborted);
 }

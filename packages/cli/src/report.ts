@@ -7,6 +7,8 @@ export interface ReportContext {
   baseUrl?: string | undefined;
   /** API fields the user gave in dollars (see Ctx.dollarFlags). */
   dollarFlags?: Record<string, DollarFlag> | undefined;
+  /** API fields given by a flag of another name (see Ctx.flagNames). */
+  flagNames?: Record<string, string> | undefined;
 }
 
 const CONNECTION_CODES = /ECONNREFUSED|ENOTFOUND|EAI_AGAIN|ECONNRESET|ETIMEDOUT|EHOSTUNREACH|ENETUNREACH|UND_ERR/;
@@ -41,7 +43,7 @@ function unreachable(err: unknown, baseUrl: string | undefined): { method?: stri
  * dollars (--amount 600), the API's cents ("amount_cents must be … from 1 to 50000") as the flag
  * and dollars ("--amount must be from $0.01 to $500.00, got "600"").
  */
-export function humanize(code: string, message: string, details: Record<string, unknown>, dollarFlags: Record<string, DollarFlag> = {}) {
+export function humanize(code: string, message: string, details: Record<string, unknown>, dollarFlags: Record<string, DollarFlag> = {}, flagNames: Record<string, string> = {}) {
   let msg = durationsInWords(message);
   let issues = Array.isArray(details.issues) ? (details.issues as Array<{ path?: unknown; message?: string }>) : [];
   const inDollars = Object.keys(dollarFlags).length > 0;
@@ -61,6 +63,13 @@ export function humanize(code: string, message: string, details: Record<string, 
     if (changed) msg = `Invalid request: ${issues.map((i) => i.message).join("; ")}.`;
   }
   if (inDollars) msg = msg.replace(/\b(\d+) cents\b/g, (_m, n: string) => formatMoney(Number(n)));
+  if (code === "validation_error")
+    for (const [path, flag] of Object.entries(flagNames)) {
+      // "Invalid request: types has …" → "Invalid request: --events has …", in the message and each issue.
+      const named = new RegExp(`(^|: |; )${path}(?=[ :])`, "g");
+      msg = msg.replace(named, `$1${flag}`);
+      issues = issues.map((i) => (String(i.path) === path ? { path: flag, message: i.message } : i));
+    }
   return { message: msg, issues };
 }
 
@@ -92,7 +101,7 @@ export function reportError(err: unknown, out: Output, ctx: ReportContext = {}):
     if (out.json) {
       out.printJson({ error: { code: err.code, message: err.message, ...(err.details ? { details: err.details } : {}), request_id: err.requestId } });
     }
-    const human = humanize(err.code, err.message, details, ctx.dollarFlags);
+    const human = humanize(err.code, err.message, details, ctx.dollarFlags, ctx.flagNames);
     out.err(`${red("Error:")} ${human.message}`);
     out.err(dim(`  code: ${err.code}${err.status ? ` (HTTP ${err.status})` : ""}${err.requestId ? `  request id: ${err.requestId}` : ""}`));
     for (const hint of hints(err.code, { ...details, issues: human.issues }, err.status)) out.err(`  ${hint}`);
@@ -132,7 +141,7 @@ export function hints(code: string, d: Record<string, unknown>, status?: number)
       ];
     }
     case "unauthorized":
-      return ["The key is invalid or revoked. Run `cardctl login` with a valid key, or check CARDCTL_API_KEY / --admin-token."];
+      return ["The key is invalid or revoked. Run `cardctl login` with a valid key, or check --api-key / CARDCTL_API_KEY (operator commands: --admin-token / CARDCTL_ADMIN_TOKEN)."];
     case "forbidden":
       return ["This key may not do that (an 'agent' key cannot approve, reject or change the policy). Use a 'full' key."];
     case "rate_limited":

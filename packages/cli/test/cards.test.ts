@@ -147,6 +147,9 @@ describe("balance and policy", () => {
     expect((await cli(["policy", "get", "--json"])).json()).toEqual({ approval_required: false, max_amount_cents: 50000 });
     const none = await cli(["policy", "set"]);
     expect(none.code).toBe(2);
+    // The spelling of `cards create --require-approval` works here too.
+    expect((await cli(["policy", "set", "--require-approval", "--json"])).json()).toEqual({ approval_required: true, max_amount_cents: 50000 });
+    expect((await cli(["policy", "set", "--no-require-approval", "--json"])).json()).toEqual({ approval_required: false, max_amount_cents: 50000 });
   });
 });
 

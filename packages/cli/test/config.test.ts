@@ -58,6 +58,7 @@ describe("login, profiles and overrides", () => {
     });
     expect(bad.code).toBe(3);
     expect(bad.stderr).toContain("unauthorized");
+    expect(bad.stderr).toContain("check --api-key / CARDCTL_API_KEY (operator commands: --admin-token / CARDCTL_ADMIN_TOKEN)");
     expect(existsSync(join(dir2, "config.json"))).toBe(false);
     const notAKey = await run(["login", "--api-key", "hello", "--base-url", s.url], { env: { CARDCTL_CONFIG_DIR: dir2 } });
     expect(notAKey.code).toBe(2);

@@ -32,6 +32,10 @@ describe("cardctl events", () => {
     expect(lines[2]).toMatch(new RegExp(`^evt_\\w+\\s+card\\.closed\\s+${card.id} \\$12\\.50 CLOSED lister`));
     expect(lines[3]).toMatch(/card\.created/);
 
+    const badType = await run(["events", "list", "--type", "card.exploded"], { env });
+    expect(badType.code).toBe(1);
+    expect(badType.stderr).toMatch(/Error: Invalid request: --type /);
+
     const json = await run(["events", "list", "--type", "card.created", "--json"], { env });
     expect(json.code, json.stderr).toBe(0);
     const page = json.json();
@@ -179,6 +183,7 @@ describe("cardctl listen", () => {
     expect(bad.stderr).toContain("--forward-to must be an http:// or https:// URL");
     const unknown = await run(["listen", "--events", "card.nope"], { env });
     expect(unknown.code).toBe(1);
-    expect(unknown.stderr).toContain("card.nope");
+    // The API's parameter (`types`) is named as the flag that gave it.
+    expect(unknown.stderr).toContain("Error: Invalid request: --events has unknown event types: card.nope.");
   });
 });

@@ -9,7 +9,8 @@ const hasScript = spawnSync("script", ["--version"]).status === 0;
 let s: TestServer;
 let env: Record<string, string>;
 beforeAll(async () => {
-  s = await startServer();
+  // Private addresses allowed: the webhook endpoint made below only needs to exist.
+  s = await startServer({ WEBHOOK_ALLOW_PRIVATE: "1" });
   env = { ...process.env, CARDCTL_BASE_URL: s.url, CARDCTL_API_KEY: s.apiKey, CARDCTL_CONFIG_DIR: tempConfigDir(), NO_COLOR: "1" } as Record<string, string>;
   delete env.FORCE_COLOR;
 });
@@ -137,6 +138,22 @@ describe.skipIf(!hasScript)("on a terminal (pseudo-terminal)", () => {
     yes.type("y\r");
     await yes.waitFor(`Card ${card.id} is CLOSED`);
     expect(await yes.exited).toBe(0);
+  });
+
+  it("webhooks delete asks for confirmation on a terminal", async () => {
+    const endpoint = (await s.request("POST", "/v1/webhook_endpoints", { body: { url: "http://127.0.0.1:9/hook", events: ["*"] } })).body;
+    const no = inPty(["webhooks", "delete", endpoint.id]);
+    await no.waitFor(`Delete webhook endpoint ${endpoint.id} and its deliveries?`);
+    no.type("n\r");
+    expect(await no.exited).toBe(2);
+    expect((await s.request("GET", `/v1/webhook_endpoints/${endpoint.id}`)).status).toBe(200);
+
+    const yes = inPty(["webhooks", "delete", endpoint.id]);
+    await yes.waitFor(`Delete webhook endpoint ${endpoint.id} and its deliveries?`);
+    yes.type("y\r");
+    await yes.waitFor(`Webhook endpoint ${endpoint.id} deleted.`);
+    expect(await yes.exited).toBe(0);
+    expect((await s.request("GET", `/v1/webhook_endpoints/${endpoint.id}`)).status).toBe(404);
   });
 
   it("login asks for the key without echoing it", async () => {

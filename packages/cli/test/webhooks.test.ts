@@ -41,6 +41,24 @@ describe("cardctl webhooks", () => {
     expect(list.stdout).not.toContain("whsec_");
   });
 
+  it("list at 80 columns (stdout not a terminal): the URL stays whole, CREATED and the event types give way", async () => {
+    const key = await (await s.newAccount()).key();
+    const list = () => run(["webhooks", "list"], { env: { ...env, COLUMNS: "", CARDCTL_API_KEY: key } });
+    const events = ["approval.created", "card.created", "card.used", "card.closed"];
+    await s.request("POST", "/v1/webhook_endpoints", { key, body: { url: `${receiver.url}/w`, events } });
+    const short = await list();
+    expect(short.code, short.stderr).toBe(0);
+    let lines = short.stdout.trimEnd().split("\n");
+    for (const line of lines) expect(line.length, line).toBeLessThanOrEqual(80);
+    expect(lines[0]).toMatch(/^ID\s+STATUS\s+URL\s+EVENTS$/);
+    expect(lines[1]).toMatch(new RegExp(`\\s${receiver.url}/w\\s+approval\\.c\\S*…$`));
+
+    await s.request("POST", "/v1/webhook_endpoints", { key, body: { url: `${receiver.url}/a/much/longer/path/for/the/receiver`, events } });
+    lines = (await list()).stdout.trimEnd().split("\n");
+    expect(lines[0]).toMatch(/^ID\s+STATUS\s+URL$/);
+    expect(lines[1]).toMatch(new RegExp(`\\s${receiver.url}/a/much/longer/path/for/the/receiver$`));
+  });
+
   it("--json everywhere; deliveries, retry and delete", async () => {
     const { cli, key } = await account();
     const created = (await cli(["create", `${receiver.url}/cli-json`, "--events", "policy.updated", "--json"])).json();
@@ -60,7 +78,12 @@ describe("cardctl webhooks", () => {
     expect(retried.code, retried.stderr).toBe(0);
     expect(retried.stdout).toContain(`Delivery ${delivery.id} of policy.updated ${delivery.event_id} will be sent again now.`);
     await eventually("sent again", () => receiver.at("/cli-json").length === 2);
-    const deleted = await cli(["delete", created.id]);
+    // Not a terminal: refused without --yes, nothing deleted.
+    const refused = await cli(["delete", created.id]);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain(`Refusing to delete ${created.id} without confirmation: not a terminal. Pass --yes.`);
+    expect((await cli(["list", "--json"])).json().data).toHaveLength(1);
+    const deleted = await cli(["delete", created.id, "--yes"]);
     expect(deleted.stdout).toContain(`Webhook endpoint ${created.id} deleted.`);
     expect((await cli(["list", "--json"])).json()).toEqual({ data: [], has_more: false });
     expect(receiver.invalid).toEqual([]);
@@ -115,7 +138,7 @@ describe("cardctl webhooks", () => {
     expect(r.stderr).toMatch(/agent/);
     const { cli } = await account();
     expect((await cli(["deliveries", "we_x", "--status", "late"])).code).toBe(2);
-    const missing = await cli(["delete", "we_missing"]);
+    const missing = await cli(["delete", "we_missing", "--yes"]);
     expect(missing.code).toBe(1);
     expect(missing.stderr).toMatch(/No such webhook endpoint/);
   });

@@ -1,7 +1,7 @@
 import { IsNull, LessThan, type FindOptionsWhere } from "typeorm";
 import { AccountEntity, ApiKeyEntity, PolicyEntity, type Account, type ApiKey, type Mode, type Role } from "../db/entities.js";
 import { AppError, notFound, unauthorized } from "./errors.js";
-import type { Page, PageQuery } from "./paging.js";
+import { unknownCursor, type Page, type PageQuery } from "./paging.js";
 import type { Deps, Principal } from "./deps.js";
 import { isoTime, newId, randomToken } from "./ids.js";
 import { DEFAULT_POLICY, type PolicyValues } from "./policy.js";
@@ -344,9 +344,7 @@ export class AccountService {
     if (page.startingAfter) {
       const cursor = await this.keys.findOneBy({ ...mine, id: page.startingAfter });
       if (!cursor)
-        throw new AppError(400, "validation_error", "starting_after does not name an item of this list.", {
-          issues: [{ path: "starting_after", message: "Unknown id for this list" }],
-        });
+        throw unknownCursor();
       where = [
         { ...mine, created_at: LessThan(cursor.created_at) },
         { ...mine, created_at: cursor.created_at, id: LessThan(cursor.id) },

@@ -12,6 +12,12 @@ export interface Page<T> {
   has_more: boolean;
 }
 
+/** A `starting_after` that names no item of the list (another account's, another mode's, or none). */
+export const unknownCursor = () =>
+  new AppError(400, "validation_error", "Invalid request: starting_after does not name an item of this list.", {
+    issues: [{ path: "starting_after", message: "does not name an item of this list" }],
+  });
+
 /**
  * Newest first by the auto-increment `seq`, a strict order even within one millisecond.
  * `startingAfter` is an id from the previous page, looked up within the same scope.
@@ -35,9 +41,7 @@ export async function pageOf<T extends ObjectLiteral & { seq: number; id: string
     // The cursor is looked up in the whole scope: an item may have left a filtered list since.
     const cursor = await repo.findOne({ where: { ...scope, id: page.startingAfter } as FindOptionsWhere<T>, select: { seq: true } as never });
     if (!cursor)
-      throw new AppError(400, "validation_error", "starting_after does not name an item of this list.", {
-        issues: [{ path: "starting_after", message: "Unknown id for this list" }],
-      });
+      throw unknownCursor();
     filter = { ...filter, seq: LessThan(cursor.seq) } as FindOptionsWhere<T>;
   }
   const want = page.limit + 1;

@@ -1,4 +1,4 @@
-import type { Command } from "commander";
+import { Option, type Command } from "commander";
 import { ctxOf, type Ctx } from "../context.js";
 import { UsageError } from "../errors.js";
 import { formatMoney } from "@cardctl/sdk";
@@ -66,11 +66,15 @@ export function registerAccount(program: Command): void {
     .description("Change the default policy (needs a full key)")
     .option("--approval-required", "new cards need a human approval")
     .option("--no-approval-required", "new cards are issued without approval")
+    // The spelling of `cards create` and `policy check`, accepted here too.
+    .addOption(new Option("--require-approval").hideHelp())
+    .addOption(new Option("--no-require-approval").hideHelp())
     .option("--max <dollars>", "maximum per card, 0.01..500.00")
-    .action(async (o: { approvalRequired?: boolean; max?: string }, cmd: Command) => {
+    .action(async (o: { approvalRequired?: boolean; requireApproval?: boolean; max?: string }, cmd: Command) => {
       const ctx = ctxOf(cmd);
       const body: Record<string, unknown> = {};
-      if (o.approvalRequired !== undefined) body.approval_required = o.approvalRequired;
+      const required = o.approvalRequired ?? o.requireApproval;
+      if (required !== undefined) body.approval_required = required;
       if (o.max !== undefined) body.max_amount_cents = parseAmount(o.max, "--max");
       if (o.max !== undefined) ctx.dollarFlags.max_amount_cents = { flag: "--max", input: o.max };
       if (Object.keys(body).length === 0) throw new UsageError("Nothing to change: give --approval-required, --no-approval-required or --max.");

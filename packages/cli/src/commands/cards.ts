@@ -6,7 +6,7 @@ import { UsageError } from "../errors.js";
 import { parseAmount, parseCents } from "../money.js";
 import { parseDuration, parseLimit } from "../options.js";
 import { relativeTime, truncate } from "../output.js";
-import { confirm } from "../prompt.js";
+import { confirmOrRefuse } from "../prompt.js";
 
 const CARD_STATUSES = ["OPEN", "USED", "CLOSED", "PENDING_APPROVAL"];
 
@@ -217,12 +217,7 @@ export function registerCards(program: Command): void {
     .action(async (id: string, o: { yes?: boolean }, cmd: Command) => {
       const ctx = ctxOf(cmd);
       const { out } = ctx;
-      if (!o.yes) {
-        if (!process.stdin.isTTY || !process.stdout.isTTY) {
-          throw new UsageError(`Refusing to close ${id} without confirmation: not a terminal. Pass --yes.`);
-        }
-        if (!(await confirm(`Close card ${id}? It cannot be used again.`))) throw new UsageError("Aborted; the card was not closed.");
-      }
+      await confirmOrRefuse(o.yes, { what: `close ${id}`, question: `Close card ${id}? It cannot be used again.`, aborted: "Aborted; the card was not closed." });
       const res: any = await out.spin("Closing the card", () => ctx.client().cards.close(id));
       if (out.json) return out.printJson(res);
       out.line(`${out.style("✓", "green")} Card ${id} is ${out.status(res.status ?? "CLOSED")}.`);

@@ -49,6 +49,7 @@ export function registerEvents(program: Command): void {
       const { out } = ctx;
       const params: { type?: any; limit?: number } = {};
       if (o.type !== undefined) params.type = String(o.type);
+      ctx.flagNames.type = "--type";
       if (o.limit !== undefined) params.limit = parseLimit(o.limit);
       const client = ctx.client();
       const page = o.all

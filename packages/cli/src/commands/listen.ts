@@ -79,6 +79,7 @@ Examples:
       const ctx = ctxOf(cmd);
       const target = o.forwardTo === undefined ? undefined : forwardUrl(o.forwardTo);
       const types = (o.events ?? "").split(",").map((t) => t.trim()).filter(Boolean);
+      ctx.flagNames.types = "--events";
       const secret = `whsec_${randomBytes(32).toString("base64")}`;
       await listen(ctx, { types, target, secret });
     });

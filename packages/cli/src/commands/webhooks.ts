@@ -3,6 +3,7 @@ import type { Command } from "commander";
 import { ctxOf, type Ctx } from "../context.js";
 import { UsageError } from "../errors.js";
 import { parseDuration, parseLimit } from "../options.js";
+import { confirmOrRefuse } from "../prompt.js";
 import { relativeTime, truncate, type Style } from "../output.js";
 
 const DELIVERY_STATUSES = ["pending", "succeeded", "failed"];
@@ -142,16 +143,23 @@ export function registerWebhooks(program: Command): void {
         ["ID", "STATUS", "URL", "EVENTS", "CREATED"],
         page.data.map((e) => [e.id, coloured(ctx, e.status), e.url, e.events.join(","), relativeTime(e.created_at)]),
         "No webhook endpoints. Create one with: cardctl webhooks create https://… --events '*'",
-        { shrink: ["URL", "EVENTS"] },
+        // The URL tells endpoints apart and is never cut: CREATED, then the event types, give way to it.
+        { shrink: ["EVENTS"], drop: ["CREATED", "EVENTS"] },
       );
       if (page.has_more) out.hint("More endpoints exist: use a larger --limit.");
     });
 
   webhooks
     .command("delete <endpoint_id>")
-    .description("Delete an endpoint and its deliveries")
-    .action(async (id: string, _o: unknown, cmd: Command) => {
+    .description("Delete an endpoint and its deliveries (asks first on a terminal; --yes elsewhere)")
+    .option("-y, --yes", "do not ask for confirmation")
+    .action(async (id: string, o: { yes?: boolean }, cmd: Command) => {
       const ctx = ctxOf(cmd);
+      await confirmOrRefuse(o.yes, {
+        what: `delete ${id}`,
+        question: `Delete webhook endpoint ${id} and its deliveries? This cannot be undone.`,
+        aborted: "Aborted; the endpoint was not deleted.",
+      });
       const r = await ctx.out.spin("Deleting the webhook endpoint", () => ctx.client().webhookEndpoints.del(id));
       if (ctx.out.json) return ctx.out.printJson(r);
       ctx.out.line(`${ctx.out.style("✓", "green")} Webhook endpoint ${r.id} deleted.`);
