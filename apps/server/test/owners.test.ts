@@ -32,7 +32,7 @@ describe(`owners and dashboard sessions (${dbKind})`, () => {
   async function invite(accountId: string, email: string) {
     const r = await s.admin("POST", `/accounts/${accountId}/owners`, { email });
     expect(r.status).toBe(201);
-    return r.body as { account_id: string; email: string; invite_url: string; expires_at: string };
+    return r.body as { id: string; account_id: string; email: string; invite_url: string; invite_expires_at: string };
   }
   /** A new account with an owner who accepted the invite: their session. */
   async function ownerOf(email: string) {
@@ -47,10 +47,14 @@ describe(`owners and dashboard sessions (${dbKind})`, () => {
   it("invites through the operator API: a one-time link in the fragment, valid 24 h", async () => {
     const account = await s.newAccount({ name: "Invites" });
     const r = await invite(account.id, "  Alice@Example.COM ");
-    expect(r).toMatchObject({ account_id: account.id, email: "alice@example.com" });
+    // DESIGN 3.3: {id: "own_…", email, invite_url, invite_expires_at}, and the account it owns.
+    expect(Object.keys(r).sort()).toEqual(["account_id", "email", "id", "invite_expires_at", "invite_url"]);
+    expect(r).toMatchObject({ id: expect.stringMatching(/^own_/), account_id: account.id, email: "alice@example.com" });
     expect(r.invite_url).toMatch(/^http:\/\/cardctl\.test\/invite#inv_[A-Za-z0-9]{40}$/);
-    expect(Date.parse(r.expires_at) - Date.now()).toBeGreaterThan(23.9 * 3600_000);
-    expect(r.expires_at).toMatch(ISO);
+    expect(Date.parse(r.invite_expires_at) - Date.now()).toBeGreaterThan(23.9 * 3600_000);
+    expect(r.invite_expires_at).toMatch(ISO);
+    // Invited again: the same owner, a new link.
+    expect((await invite(account.id, "alice@example.com")).id).toBe(r.id);
     expectError(await s.admin("POST", `/accounts/${account.id}/owners`, { email: "not an email" }), 400, "validation_error");
     expectError(await s.admin("POST", "/accounts/acct_nope/owners", { email: "bob@example.com" }), 404, "not_found");
     const other = await s.newAccount({ name: "Other" });

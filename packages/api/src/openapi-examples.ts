@@ -212,10 +212,11 @@ export const SUCCESS_EXAMPLES: Record<string, unknown> = {
   "post /admin/v1/accounts/{id}/payment_method 200": { ...account, cardholder: null },
   "post /admin/v1/accounts/{id}/cardholder 200": account,
   "post /admin/v1/accounts/{id}/owners 201": {
+    id: "own_0VcKVj7fWZCyKvQF5O3mo2zJ",
     account_id: ACCOUNT_ID,
     email: "owner@acme.example",
     invite_url: "https://cards.example.com/invite#inv_4fTq9ZkW2pLm8RxV6nBc3HdJ7sYa1GeU5oKi0MtN",
-    expires_at: "2026-11-24T09:30:00.000Z",
+    invite_expires_at: "2026-11-24T09:30:00.000Z",
   },
   "post /admin/v1/accounts/{id}/keys 201": {
     id: KEY_ID,

@@ -33,11 +33,14 @@ describe("login, profiles and overrides", () => {
     expect(b.json().setup_complete).toBe(true);
 
     const w = await run(["whoami", "--json"], { env });
-    expect(w.json()).toMatchObject({ profile: "default", mode: "test", role: "full", base_url: s.url, key_source: "profile", account: null });
+    // The account, role and key id come from GET /v1/api_keys/current.
+    const current = (await s.request("GET", "/v1/api_keys/current")).body;
+    expect(w.json()).toMatchObject({ profile: "default", mode: "test", role: "full", base_url: s.url, key_source: "profile", account: current.account_id, key_id: current.id });
     const wt = await run(["whoami"], { env });
     expect(wt.stdout).toMatch(/Mode\s+test/);
     expect(wt.stdout).toMatch(/Role\s+full/);
-    expect(wt.stdout).toMatch(/Account\s+unknown/);
+    expect(wt.stdout).toMatch(new RegExp(`Account\\s+${current.account_id}`));
+    expect(wt.stdout).toMatch(new RegExp(`Key\\s+${current.id} sk_test_…`));
     expect(wt.stdout).toContain(`Base URL  ${s.url}`);
 
     const out = await run(["logout"], { env });

@@ -343,10 +343,11 @@ export const role = z.enum(["full", "agent"]);
 export const ownerEmail = z.string().trim().max(254).email("must be an email address");
 export const ownerPassword = z.string().min(10, "must have at least 10 characters").max(200, "must have at most 200 characters");
 export const ownerInvite = z.object({
+  id: z.string().describe("The owner (own_…)"),
   account_id: z.string(),
   email: z.string(),
   invite_url: z.string().describe("One-time link (valid 24 h) where the owner sets a password; the token is in the fragment, which browsers never send to a server"),
-  expires_at: timestamp,
+  invite_expires_at: timestamp,
 });
 export const signInInput = z.strictObject({ email: ownerEmail, password: z.string().min(1).max(200) });
 export const acceptInviteInput = z.strictObject({ token: z.string().regex(/^inv_[A-Za-z0-9]{20,80}$/, "must be the invite link's token (inv_…)"), password: ownerPassword });

@@ -3830,19 +3830,22 @@ export interface operations {
                 content: {
                     /**
                      * @example {
+                     *       "id": "own_0VcKVj7fWZCyKvQF5O3mo2zJ",
                      *       "account_id": "acct_2WbH5nKs8QdL1vRc7MpT3xZf",
                      *       "email": "owner@acme.example",
                      *       "invite_url": "https://cards.example.com/invite#inv_4fTq9ZkW2pLm8RxV6nBc3HdJ7sYa1GeU5oKi0MtN",
-                     *       "expires_at": "2026-11-24T09:30:00.000Z"
+                     *       "invite_expires_at": "2026-11-24T09:30:00.000Z"
                      *     }
                      */
                     "application/json": {
+                        /** @description The owner (own_…) */
+                        id: string;
                         account_id: string;
                         email: string;
                         /** @description One-time link (valid 24 h) where the owner sets a password; the token is in the fragment, which browsers never send to a server */
                         invite_url: string;
                         /** @description ISO 8601 UTC timestamp */
-                        expires_at: string;
+                        invite_expires_at: string;
                     };
                 };
             };

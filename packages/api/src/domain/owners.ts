@@ -49,7 +49,7 @@ export class OwnerService {
    * a password (and signs it in). Inviting an existing owner of the account again works as a
    * password reset (and spends the earlier links); an email that owns another account is refused.
    */
-  async invite(accountId: string, rawEmail: string): Promise<{ email: string; url: string; expiresAt: number }> {
+  async invite(accountId: string, rawEmail: string): Promise<{ ownerId: string; email: string; url: string; expiresAt: number }> {
     if (!(await this.ds.getRepository(AccountEntity).findOneBy({ id: accountId }))) throw notFound("account");
     const email = normalizeEmail(rawEmail);
     const now = Date.now();
@@ -71,7 +71,7 @@ export class OwnerService {
     await this.ds.query("UPDATE owner_invites SET used_at = ? WHERE email = ? AND used_at IS NULL", [now, email]);
     await this.ds.getRepository(OwnerInviteEntity).insert({ id: newId("inv"), account_id: accountId, email, token_hash: sha256(token), created_at: now, expires_at: expiresAt, used_at: null });
     // The token travels in the fragment: browsers never send it to a server, so no log holds it.
-    return { email, url: `${this.deps.config.publicUrl}/invite#${token}`, expiresAt };
+    return { ownerId: owner.id, email, url: `${this.deps.config.publicUrl}/invite#${token}`, expiresAt };
   }
 
   /** Spends an invite: the owner's password is set and a session starts. The claim is one conditional update: a link works once. */

@@ -71,7 +71,7 @@ export const adminRouter = router({
     .mutation(async ({ ctx, input }) => {
       const invite = await ctx.services.owners.invite(input.id, input.email);
       ctx.response.status = 201;
-      return { account_id: input.id, email: invite.email, invite_url: invite.url, expires_at: isoTime(invite.expiresAt) };
+      return { id: invite.ownerId, account_id: input.id, email: invite.email, invite_url: invite.url, invite_expires_at: isoTime(invite.expiresAt) };
     }),
 
   createKey: adminProcedure

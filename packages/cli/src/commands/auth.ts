@@ -1,32 +1,16 @@
 import type { Command } from "commander";
 import { Cardctl } from "@cardctl/sdk";
 import { DEFAULT_BASE_URL, configPath, keyMode, maskKey, profileName, readConfig, requireApiKey, writeConfig } from "../config.js";
-import { ctxOf, rawRequest } from "../context.js";
-import { UsageError, isApiError } from "../errors.js";
+import { ctxOf } from "../context.js";
+import { UsageError } from "../errors.js";
 import { ask } from "../prompt.js";
-
-/**
- * The role of a key, found without changing anything: rejecting an approval id that cannot exist
- * answers 403 forbidden for an 'agent' key (the role check runs first) and 404 not_found for a
- * 'full' key. Anything else → "unknown".
- */
-export async function probeRole(baseUrl: string, apiKey: string): Promise<"full" | "agent" | "unknown"> {
-  try {
-    await rawRequest(baseUrl, apiKey, "POST", "/v1/approvals/appr_cardctl_whoami_probe/reject", {});
-    return "unknown";
-  } catch (err) {
-    if (isApiError(err) && err.status === 403 && err.code === "forbidden") return "agent";
-    if (isApiError(err) && err.status === 404) return "full";
-    return "unknown";
-  }
-}
 
 export function registerAuth(program: Command): void {
   program
     .command("login")
     .description("Store an API key (checked against the server) in the config file, mode 0600")
     .option("--api-key <key>", "the key (sk_test_… or sk_live_…); asked for when omitted")
-    .option("--account <id>", "remember the account id (acct_…) for whoami; the public API cannot tell it")
+    .option("--account <id>", "remember the account id (acct_…) with the profile")
     .action(async (o: { apiKey?: string; account?: string }, cmd: Command) => {
       const { out, resolved, opts } = ctxOf(cmd);
       const config = readConfig();
@@ -69,13 +53,14 @@ export function registerAuth(program: Command): void {
     .action(async (_o: unknown, cmd: Command) => {
       const { out, resolved, client } = ctxOf(cmd);
       const key = requireApiKey(resolved);
-      const balance = await out.spin("Checking the key", () => client().balance.retrieve());
-      const role = await probeRole(resolved.baseUrl, key);
+      // GET /v1/api_keys/current says whose key it is; the spend summary whether the account is set up.
+      const [current, balance] = await out.spin("Checking the key", () => Promise.all([client().apiKeys.current(), client().balance.retrieve()]));
       const info = {
         profile: resolved.profileName,
-        mode: keyMode(key),
-        account: resolved.profile.account_id ?? null,
-        role,
+        mode: current.mode,
+        account: current.account_id,
+        role: current.role,
+        key_id: current.id,
         base_url: resolved.baseUrl,
         key: maskKey(key),
         key_source: resolved.apiKeySource,
@@ -87,10 +72,10 @@ export function registerAuth(program: Command): void {
       out.kv([
         ["Profile", info.profile],
         ["Mode", mode],
-        ["Account", info.account ?? out.style("unknown (the public API does not expose it)", "dim")],
-        ["Role", role === "unknown" ? out.style("unknown", "dim") : role],
+        ["Account", info.account],
+        ["Role", info.role],
         ["Base URL", info.base_url],
-        ["Key", `${info.key} ${out.style(`(from ${info.key_source})`, "dim")}`],
+        ["Key", `${info.key_id} ${info.key} ${out.style(`(from ${info.key_source})`, "dim")}`],
         ["Setup", info.setup_complete ? out.style("complete", "green") : out.style("incomplete", "yellow")],
       ]);
     });

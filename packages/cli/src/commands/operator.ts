@@ -71,7 +71,7 @@ export function registerOperator(program: Command): void {
       ctx.out.line(`${ctx.out.style("✓", "green")} Invited ${invite.email} to own ${invite.account_id}.`);
       ctx.out.kv([
         ["Invite link", invite.invite_url],
-        ["Expires", `${relativeTime(invite.expires_at)} (${invite.expires_at})`],
+        ["Expires", `${relativeTime(invite.invite_expires_at)} (${invite.invite_expires_at})`],
       ]);
       ctx.out.line(ctx.out.style("Send the link to the owner privately: it works once, for whoever opens it first.", "dim"));
     });
