@@ -9,7 +9,7 @@ export const DEFAULT_PROFILE = "default";
 export interface Profile {
   api_key?: string;
   base_url?: string;
-  /** Remembered from `keys create --save-profile` or `login --account`; the public API cannot tell. */
+  /** As given to `keys create --save-profile` or `login --account`; `whoami` asks the API (GET /v1/api_keys/current) instead. */
   account_id?: string;
 }
 
