@@ -367,4 +367,23 @@ describe(`card expiry (${dbKind}, ${processor})`, () => {
     expect(txn).toMatchObject({ type: "capture", amount_cents: 200 });
     expect((await s.request("GET", `/v1/cards/${used.id}`)).body.spent_cents).toBe(200);
   });
+
+  it("a sweep that read the card OPEN leaves it alone when an authorization used it before the sweep's update", async () => {
+    const c = (await s.request("POST", "/v1/cards", { body: { amount_cents: 500 } })).body;
+    const principal = { keyId: "key_sweep", accountId: s.accountId, mode: "test" as const, role: "full" as const };
+    const readBySweep = await s.app.services.cards.find(principal, c.id);
+    const auth = (await s.request("POST", `/v1/test_helpers/cards/${c.id}/authorizations`, { body: { amount_cents: 200 } })).body;
+    expect(auth.approved).toBe(true);
+    await sleep(1100);
+    expect(await s.app.services.lifecycle.expire(readBySweep)).toBe(false);
+    const [row] = await s.query("SELECT status, hold_id FROM cards WHERE id = ?", [c.id]);
+    expect(row.status).toBe("USED");
+    // The hold the pending authorization settles from is still there, and no card.expired was written.
+    expect(await s.processor.hold(row.hold_id)).toMatchObject({ status: "requires_capture" });
+    const events = (await s.request("GET", `/v1/events?limit=100`)).body.data as { type: string; data: { object: { id?: string } } }[];
+    expect(events.filter((e) => e.data.object.id === c.id).map((e) => e.type)).not.toContain("card.expired");
+    const txn = (await s.request("POST", `/v1/test_helpers/authorizations/${auth.id}/capture`)).body;
+    expect(txn).toMatchObject({ type: "capture", amount_cents: 200 });
+    expect((await s.request("GET", `/v1/cards/${c.id}`)).body).toMatchObject({ status: "USED", spent_cents: 200 });
+  });
 });

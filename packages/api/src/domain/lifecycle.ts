@@ -367,21 +367,31 @@ export class CardLifecycle {
     const now = Date.now();
     let n = 0;
     // An OPEN card is never revoked; saying so lets the query use the expiry index (unrevoked cards).
-    for (const card of await this.cards.find({ where: { status: "OPEN", revoked_at: IsNull(), expires_at: LessThan(now + 1) }, take: 100 })) {
-      const expired = await commitWithEvents(
-        this.deps.ds,
-        [this.cards.updateStatement({ id: card.id, status: "OPEN" }, { status: "CLOSED", closed_at: now }, 1)],
-        [this.event(card, "card.expired", cardListView({ ...card, status: "CLOSED", closed_at: now }), SYSTEM)],
-      );
-      if (expired) n++;
-      await this.cardService.followUp({ ...card, status: "CLOSED" });
-    }
+    for (const card of await this.cards.find({ where: { status: "OPEN", revoked_at: IsNull(), expires_at: LessThan(now + 1) }, take: 100 }))
+      if (await this.expire(card, now)) n++;
     const used = await this.cards.findWhereSql(`status = 'USED' AND revoked_at IS NULL AND expires_at <= ? AND ${DUE_FOR_RECOVERY}`, [now, now], " LIMIT 100");
     for (const card of used) {
       await this.cardService.followUp(card);
       n++;
     }
     return n;
+  }
+
+  /**
+   * Closes a card that was OPEN past its expiry when read, then revokes it and releases its hold.
+   * One that changed since (used by an authorization, closed by its owner) is left alone: a used
+   * card's pending authorization settles from that hold, and a close does its own follow-up.
+   */
+  async expire(card: Card, now = Date.now()): Promise<boolean> {
+    const closed = { ...card, status: "CLOSED" as const, closed_at: now };
+    const expired =
+      (await commitWithEvents(
+        this.deps.ds,
+        [this.cards.updateStatement({ id: card.id, status: "OPEN" }, { status: "CLOSED", closed_at: now }, 1)],
+        [this.event(card, "card.expired", cardListView(closed), SYSTEM)],
+      )) !== null;
+    if (expired) await this.cardService.followUp(closed);
+    return expired;
   }
 
   // --- the test helpers' purchase ---
