@@ -390,6 +390,39 @@ describe(`events (${dbKind}, ${processor})`, () => {
     expectError(await s.request("GET", `/v1/events?starting_after=${mine.id}`, { key: b.key }), 400, "validation_error");
   });
 
+  it("an agent key reads the events of cards, approvals, their money and the policy, not of set-up, keys or webhook endpoints", async () => {
+    const a = await account();
+    const agent = await a.acct.key("test", "agent");
+    const endpoint = await a.post("/v1/webhook_endpoints", { url: "https://93.184.215.14/cardctl?token=s3cret", events: ["*"] });
+    await s.request("PUT", "/v1/policies/default", { key: a.key, body: { max_amount_cents: 40000 } });
+    const card = await a.post("/v1/cards", { amount_cents: 100 });
+    const everything = (await a.allEvents()).map((e) => e.type);
+    expect(everything).toEqual(expect.arrayContaining(["webhook_endpoint.created", "api_key.created", "account.kyb_updated", "policy.updated", "card.created"]));
+
+    const seen = (await s.request("GET", "/v1/events?limit=100", { key: agent })).body.data;
+    expect(seen.map((e: any) => e.type)).toEqual(["card.created", "policy.updated"]);
+    expect(JSON.stringify(seen)).not.toContain("s3cret");
+    const hidden = (await a.allEvents()).find((e) => e.type === "webhook_endpoint.created")!;
+    expect(hidden.data.object.id).toBe(endpoint.id);
+    expectError(await s.request("GET", `/v1/events/${hidden.id}`, { key: agent }), 404, "not_found");
+    expect((await s.request("GET", `/v1/events/${seen[0].id}`, { key: agent })).body.data.object.id).toBe(card.id);
+    const refused = expectError(await s.request("GET", "/v1/events?type=webhook_endpoint.created", { key: agent }), 403, "forbidden");
+    expect(refused.message).toBe("This API key has the 'agent' role; webhook_endpoint.created events need a 'full' key.");
+
+    const stream = await openStream(s.url, agent);
+    try {
+      await a.post("/v1/webhook_endpoints", { url: "https://93.184.215.14/second", events: ["*"] });
+      await a.post("/v1/cards", { amount_cents: 200 });
+      await stream.until(() => stream.events().length >= 1, "the card's event");
+      expect(stream.events().map((e) => [e.type, e.data.object.amount_cents])).toEqual([["card.created", 200]]);
+    } finally {
+      await stream.close();
+    }
+    const typed = await fetch(`${s.url}/v1/events/stream?types=card.created,api_key.revoked`, { headers: { authorization: `Bearer ${agent}` } });
+    expect(typed.status).toBe(403);
+    expect((await typed.json()).error).toMatchObject({ code: "forbidden", message: "This API key has the 'agent' role; api_key.revoked events need a 'full' key." });
+  });
+
   it("the maintenance pass purges events older than 30 days, and only those", async () => {
     const a = await account();
     for (let i = 0; i < 3; i++) await a.post("/v1/cards", { amount_cents: 100 + i });

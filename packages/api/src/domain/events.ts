@@ -3,7 +3,7 @@ import type { EventType } from "@cardctl/contract";
 import { EventEntity, type ActorType, type EventRecord, type Mode } from "../db/entities.js";
 import { fastRepository, padded, placeholders, queryRows, runAtomically, runSql, type SqlResult, type Statement } from "../db/fast.js";
 import type { Deps, Principal } from "./deps.js";
-import { notFound } from "./errors.js";
+import { forbidden, notFound } from "./errors.js";
 import { isoTime, newId } from "./ids.js";
 import { pageOf, type Page, type PageQuery } from "./paging.js";
 import { EventFeed } from "./event-feed.js";
@@ -135,7 +135,41 @@ const PURGE_BATCH = 1000;
  */
 const PURGE_SELECT = `SELECT seq FROM events WHERE created_at < ? AND seq < (SELECT MAX(seq) FROM events) ORDER BY created_at LIMIT ${PURGE_BATCH}`;
 
-/** Reading the outbox: lists and single events, scoped to the key's account and mode; and its purge. */
+/**
+ * The events an agent key reads: those of what it may read itself (cards, their authorizations,
+ * money and approvals; the policy). The account's set-up, its API keys and its webhook endpoints
+ * are full keys' business (DESIGN 3.2, 3.7), and their events carry cardholder details, key names
+ * and receiver URLs.
+ */
+const AGENT_EVENT_TYPES: ReadonlySet<EventType> = new Set<EventType>([
+  "card.created",
+  "card.used",
+  "card.reopened",
+  "card.closed",
+  "card.expired",
+  "approval.created",
+  "approval.approved",
+  "approval.rejected",
+  "approval.expired",
+  "authorization.approved",
+  "authorization.declined",
+  "transaction.created",
+  "hold.captured",
+  "hold.released",
+  "payment.uncollected",
+  "processor.attention_needed",
+  "policy.updated",
+]);
+
+const readableBy = (p: Principal, type: string) => p.role !== "agent" || AGENT_EVENT_TYPES.has(type as EventType);
+
+/** Refuses a filter on event types the key may not read (rather than answering an empty list). */
+function refuseUnreadable(p: Principal, types: readonly EventType[]): void {
+  const unreadable = types.filter((type) => !readableBy(p, type));
+  if (unreadable.length > 0) throw forbidden(`This API key has the 'agent' role; ${unreadable.join(", ")} events need a 'full' key.`);
+}
+
+/** Reading the outbox: lists and single events, scoped to the key's account, mode and role; and its purge. */
 export class EventService {
   constructor(private readonly deps: Deps) {}
 
@@ -145,13 +179,19 @@ export class EventService {
 
   list(p: Principal, filters: { type?: EventType }, page: PageQuery): Promise<Page<EventRecord>> {
     const scope = { account_id: p.accountId, mode: p.mode };
-    if (filters.type === undefined) return pageOf(this.repo, scope, {}, page, undefined, { index: "ix_events_list" });
+    if (filters.type === undefined) {
+      const keep = p.role === "agent" ? (e: EventRecord) => readableBy(p, e.type) : undefined;
+      return pageOf(this.repo, scope, {}, page, keep, { index: "ix_events_list" });
+    }
+    refuseUnreadable(p, [filters.type]);
     return pageOf(this.repo, scope, { type: filters.type }, page, undefined, { index: "ix_events_type" });
   }
 
   /** A live reader of the key's account and mode (GET /v1/events/stream), see EventFeed. */
   feed(p: Principal, opts: { lastEventId?: string; types?: EventType[] }): Promise<EventFeed> {
-    return EventFeed.open(this.deps, p, opts);
+    refuseUnreadable(p, opts.types ?? []);
+    const types = opts.types?.length || p.role !== "agent" ? opts.types : [...AGENT_EVENT_TYPES];
+    return EventFeed.open(this.deps, p, { ...opts, types });
   }
 
   /**
@@ -173,7 +213,7 @@ export class EventService {
 
   async find(p: Principal, id: string): Promise<EventRecord> {
     const event = await this.repo.findOneBy({ id, account_id: p.accountId, mode: p.mode });
-    if (!event) throw notFound("event");
+    if (!event || !readableBy(p, event.type)) throw notFound("event");
     return event;
   }
 
