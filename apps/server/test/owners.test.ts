@@ -74,15 +74,15 @@ describe(`owners and dashboard sessions (${dbKind})`, () => {
     const setCookie = r.headers.get("set-cookie")!;
     expect(setCookie).toMatch(/^cardctl_session=[A-Za-z0-9]{43}; Path=\/; HttpOnly; SameSite=Lax$/);
     expectError(await s.request("POST", "/auth/invites/accept", { ...page(), body: { token, password: PASSWORD } }), 400, "invite_invalid");
+    const session = await s.request("GET", "/auth/session", page({ cookie: cookieOf(setCookie) }));
+    expect(session.status).toBe(200);
+    expect(session.body).toEqual(r.body);
+    expectError(await s.request("GET", "/auth/session", page()), 401, "unauthorized");
     // A new invite of the same email resets the password, and only the newest link works.
     const older = (await invite(account.id, "carol@example.com")).invite_url.split("#")[1]!;
     const newer = (await invite(account.id, "carol@example.com")).invite_url.split("#")[1]!;
     expectError(await s.request("POST", "/auth/invites/accept", { ...page(), body: { token: older, password: PASSWORD } }), 400, "invite_invalid");
     expect((await s.request("POST", "/auth/invites/accept", { ...page(), body: { token: newer, password: `${PASSWORD}!` } })).status).toBe(200);
-    const session = await s.request("GET", "/auth/session", page({ cookie: cookieOf(setCookie) }));
-    expect(session.status).toBe(200);
-    expect(session.body).toEqual(r.body);
-    expectError(await s.request("GET", "/auth/session", page()), 401, "unauthorized");
   });
 
   it("the session authenticates /trpc for its own account only; never /v1", async () => {
@@ -154,6 +154,21 @@ describe(`owners and dashboard sessions (${dbKind})`, () => {
     const b = await ownerOf("hal@example.com");
     await s.query("UPDATE owner_sessions SET expires_at = ? WHERE owner_id = ?", [Date.now() - 1, b.owner.id]);
     expectError(await s.request("GET", "/auth/session", page(b)), 401, "unauthorized");
+  });
+
+  it("a password reset (an invite accepted again) ends the owner's other sessions", async () => {
+    const a = await ownerOf("iris@example.com");
+    const signedIn = await s.request("POST", "/auth/sign-in", { ...page(), body: { email: "iris@example.com", password: PASSWORD } });
+    expect(signedIn.status).toBe(200);
+    const other = { cookie: cookieOf(signedIn.headers.get("set-cookie")), csrf: signedIn.body.csrf_token as string };
+    expect((await s.request("GET", "/auth/session", page(other))).status).toBe(200);
+
+    const token = (await invite(a.account.id, "iris@example.com")).invite_url.split("#")[1]!;
+    const reset = await s.request("POST", "/auth/invites/accept", { ...page(), body: { token, password: `${PASSWORD} again` } });
+    expect(reset.status).toBe(200);
+    for (const old of [a, other]) expectError(await s.request("GET", "/auth/session", page(old)), 401, "unauthorized");
+    const fresh = { cookie: cookieOf(reset.headers.get("set-cookie")), csrf: reset.body.csrf_token as string };
+    expect((await s.request("GET", "/auth/session", page(fresh))).body.owner.email).toBe("iris@example.com");
   });
 });
 

@@ -90,6 +90,8 @@ export class OwnerService {
       if (claimed.affected !== 1) throw invalidInvite();
       const owner = await m.getRepository(OwnerEntity).findOneByOrFail({ email: invite.email });
       await m.getRepository(OwnerEntity).update({ id: owner.id }, { password_hash: hash, failed_sign_ins: 0, blocked_until: null });
+      // A new password (an invite again is the reset) ends every session the old one opened.
+      await m.getRepository(OwnerSessionEntity).delete({ owner_id: owner.id });
       return this.startSession(m, owner, now);
     });
   }
