@@ -88,9 +88,10 @@ export async function resolveWebhookHost(hostname: string, allowPrivate: boolean
   }
   if (!allowPrivate) {
     const refused = addresses.find((a) => !isPublicAddress(a.address));
+    // A name's address is not told: a key holder could map the server's internal network by it.
     if (refused)
       throw new AddressRefused(
-        `${literal ? "address" : `host ${host} resolves to`} ${refused.address}, a loopback, private, link-local or otherwise non-public address (allowed only when the server sets WEBHOOK_ALLOW_PRIVATE)`,
+        `${literal ? `address ${refused.address},` : `host ${host} resolves to`} a loopback, private, link-local or otherwise non-public address (allowed only when the server sets WEBHOOK_ALLOW_PRIVATE)`,
       );
   }
   return addresses;
