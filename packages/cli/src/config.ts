@@ -9,7 +9,7 @@ export const DEFAULT_PROFILE = "default";
 export interface Profile {
   api_key?: string;
   base_url?: string;
-  /** As given to `keys create --save-profile` or `login --account`; `whoami` asks the API (GET /v1/api_keys/current) instead. */
+  /** The key's account as the API told `login` (or `keys create --save-profile`); shown by `profiles list`. */
   account_id?: string;
 }
 

@@ -26,7 +26,7 @@ describe("login, profiles and overrides", () => {
     const file = join(dir, "config.json");
     expect(mode(file)).toBe(0o600);
     const cfg = JSON.parse(readFileSync(file, "utf8"));
-    expect(cfg).toEqual({ current_profile: "default", profiles: { default: { api_key: s.apiKey, base_url: s.url } } });
+    expect(cfg).toEqual({ current_profile: "default", profiles: { default: { api_key: s.apiKey, base_url: s.url, account_id: expect.stringMatching(/^acct_/) } } });
 
     const b = await run(["balance", "--json"], { env });
     expect(b.code).toBe(0);
@@ -73,7 +73,11 @@ describe("login, profiles and overrides", () => {
     const acct = await s.newAccount({ name: "Other" });
     const agentKey = await acct.key("test", "agent");
     expect((await run(["login", "--api-key", s.apiKey, "--base-url", s.url], { env })).code).toBe(0);
-    expect((await run(["login", "--profile", "bot", "--api-key", agentKey, "--base-url", s.url, "--account", acct.id], { env })).code).toBe(0);
+    const wrongAccount = await run(["login", "--profile", "bot", "--api-key", agentKey, "--base-url", s.url, "--account", "acct_other"], { env });
+    expect(wrongAccount.code).toBe(2);
+    expect(wrongAccount.stderr).toContain(`This key belongs to account ${acct.id}, not acct_other; nothing was saved.`);
+    const bot = await run(["login", "--profile", "bot", "--api-key", agentKey, "--base-url", s.url, "--account", acct.id, "--json"], { env });
+    expect(bot.json()).toMatchObject({ profile: "bot", mode: "test", account: acct.id, role: "agent" });
     expect(mode(join(dir, "config.json"))).toBe(0o600);
 
     expect((await run(["whoami", "--json"], { env })).json()).toMatchObject({ profile: "default", role: "full" });
@@ -85,8 +89,8 @@ describe("login, profiles and overrides", () => {
     expect((await run(["whoami", "--json"], { env: { ...env, CARDCTL_PROFILE: "bot" } })).json().profile).toBe("bot");
 
     const list = await run(["profiles", "list"], { env });
-    expect(list.stdout).toMatch(/^\*\s+default\s+test\s+sk_test_…/m);
-    expect(list.stdout).toMatch(/^\s+bot\s+test/m);
+    expect(list.stdout).toMatch(/^\*\s+default\s+test\s+acct_\w+\s+sk_test_…/m);
+    expect(list.stdout).toMatch(new RegExp(`^\\s+bot\\s+test\\s+${acct.id}\\s`, "m"));
     expect((await run(["profiles", "use", "bot"], { env })).code).toBe(0);
     expect((await run(["whoami", "--json"], { env })).json().profile).toBe("bot");
     // the agent profile cannot change the policy

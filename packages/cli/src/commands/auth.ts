@@ -10,7 +10,7 @@ export function registerAuth(program: Command): void {
     .command("login")
     .description("Store an API key (checked against the server) in the config file, mode 0600")
     .option("--api-key <key>", "the key (sk_test_… or sk_live_…); asked for when omitted")
-    .option("--account <id>", "remember the account id (acct_…) with the profile")
+    .option("--account <id>", "refuse the key unless it belongs to this account (acct_…)")
     .action(async (o: { apiKey?: string; account?: string }, cmd: Command) => {
       const { out, resolved, opts } = ctxOf(cmd);
       const config = readConfig();
@@ -21,15 +21,17 @@ export function registerAuth(program: Command): void {
       if (!key) throw new UsageError("No API key given.");
       if (keyMode(key) === "unknown") throw new UsageError("An API key starts with sk_test_ or sk_live_.");
       const baseUrl = opts.baseUrl ?? process.env.CARDCTL_BASE_URL ?? config.profiles[name]?.base_url ?? resolved.baseUrl ?? DEFAULT_BASE_URL;
-      const balance = await out.spin(`Checking the key against ${baseUrl}`, () =>
-        new Cardctl({ apiKey: key!, baseUrl: baseUrl.replace(/\/+$/, "") }).balance.retrieve(),
-      );
-      config.profiles[name] = { ...config.profiles[name], api_key: key, base_url: baseUrl.replace(/\/+$/, "") };
-      if (o.account) config.profiles[name]!.account_id = o.account;
+      const client = new Cardctl({ apiKey: key, baseUrl: baseUrl.replace(/\/+$/, "") });
+      const [current, balance] = await out.spin(`Checking the key against ${baseUrl}`, () => Promise.all([client.apiKeys.current(), client.balance.retrieve()]));
+      if (o.account && o.account !== current.account_id)
+        throw new UsageError(`This key belongs to account ${current.account_id}, not ${o.account}; nothing was saved.`);
+      config.profiles[name] = { ...config.profiles[name], api_key: key, base_url: baseUrl.replace(/\/+$/, ""), account_id: current.account_id };
       config.current_profile ??= name;
       const path = writeConfig(config);
-      if (out.json) return out.printJson({ profile: name, mode: keyMode(key), base_url: baseUrl, config_path: path, balance });
-      out.line(`${out.style("✓", "green")} Logged in to ${baseUrl} as profile ${out.style(name, "bold")} (${keyMode(key)} mode, key ${maskKey(key)}).`);
+      if (out.json) return out.printJson({ profile: name, mode: keyMode(key), account: current.account_id, role: current.role, base_url: baseUrl, config_path: path, balance });
+      out.line(
+        `${out.style("✓", "green")} Logged in to ${baseUrl} as profile ${out.style(name, "bold")} (${keyMode(key)} mode, account ${current.account_id}, ${current.role} key ${maskKey(key)}).`,
+      );
       out.hint(`Saved to ${path} (mode 0600).`);
     });
 
@@ -92,13 +94,14 @@ export function registerAuth(program: Command): void {
         name: n,
         current: n === current,
         mode: p.api_key ? keyMode(p.api_key) : null,
+        account: p.account_id ?? null,
         key: p.api_key ? maskKey(p.api_key) : null,
         base_url: p.base_url ?? null,
       }));
       if (out.json) return out.printJson({ current_profile: current, data: rows });
       out.table(
-        ["", "PROFILE", "MODE", "KEY", "BASE URL"],
-        rows.map((r) => [r.current ? "*" : "", r.name, r.mode ?? "-", r.key ?? "-", r.base_url ?? "-"]),
+        ["", "PROFILE", "MODE", "ACCOUNT", "KEY", "BASE URL"],
+        rows.map((r) => [r.current ? "*" : "", r.name, r.mode ?? "-", r.account ?? "-", r.key ?? "-", r.base_url ?? "-"]),
         "No profiles yet. Run `cardctl login`.",
       );
     });
