@@ -156,6 +156,19 @@ describe(`owners and dashboard sessions (${dbKind})`, () => {
     expectError(await s.request("GET", "/auth/session", page(b)), 401, "unauthorized");
   });
 
+  it("creating an API key refuses an Idempotency-Key: its stored answer would keep the secret", async () => {
+    const a = await ownerOf("jude@example.com");
+    const withKey = await s.request("POST", "/trpc/apiKeys.create", { ...page(a), headers: { ...page(a).headers, "idempotency-key": "key-1" }, body: { role: "agent" } });
+    const err = expectError(withKey, 400, "validation_error");
+    expect(err.details.issues).toEqual([{ path: "Idempotency-Key", message: expect.stringContaining("never stored") }]);
+    expect(await s.query("SELECT idem_key FROM idempotency_keys WHERE idem_key = ?", ["key-1"])).toEqual([]);
+    const made = await s.request("POST", "/trpc/apiKeys.create", { ...page(a), body: { role: "agent" } });
+    expect(made.status).toBe(200);
+    const secret = made.body.result.data.secret as string;
+    expect(secret).toMatch(/^sk_test_/);
+    expect(await s.query("SELECT response_body FROM idempotency_keys WHERE response_body LIKE ?", [`%${secret}%`])).toEqual([]);
+  });
+
   it("a password reset (an invite accepted again) ends the owner's other sessions", async () => {
     const a = await ownerOf("iris@example.com");
     const signedIn = await s.request("POST", "/auth/sign-in", { ...page(), body: { email: "iris@example.com", password: PASSWORD } });

@@ -20,6 +20,6 @@ export { ProcessorEventLog } from "./processor/events.js";
 export { buildOpenApiDocument } from "./openapi.js";
 export { adminRouter, type AdminRouter } from "./router/admin.js";
 export { appRouter, type AppRouter } from "./router/index.js";
-export { READ_ONLY_POSTS } from "./router/account.js";
+export { READ_ONLY_POSTS, SECRET_ANSWER_POSTS } from "./router/account.js";
 export { responseStatus, toAppError, type Context } from "./trpc.js";
 export * as schemas from "@cardctl/contract";

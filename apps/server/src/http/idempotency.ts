@@ -1,4 +1,4 @@
-import { AppError, READ_ONLY_POSTS, sha256, type Principal, type Services } from "@cardctl/api";
+import { AppError, READ_ONLY_POSTS, SECRET_ANSWER_POSTS, sha256, type Principal, type Services } from "@cardctl/api";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { isApiPath } from "./auth.js";
 import { sendError } from "./errors.js";
@@ -24,6 +24,8 @@ const canonical = (value: unknown): string =>
 /** POSTs that only read (POST /v1/policies/check): the key is ignored, each call answers afresh and nothing is stored. */
 const READ_ONLY = new Set<string>([...READ_ONLY_POSTS.rest, ...READ_ONLY_POSTS.trpc.map((p) => `/trpc/${p}`)]);
 const isReadOnly = (url: string) => READ_ONLY.has(url.split("?")[0]!);
+/** POSTs whose answer holds a key's secret, never stored: a key on them is refused. */
+const SECRET_ANSWER = new Set<string>(SECRET_ANSWER_POSTS.trpc.map((p) => `/trpc/${p}`));
 
 const requestHash = (req: FastifyRequest) => sha256(`${req.method} ${req.url.split("?")[0]}\n${canonical(req.body)}`);
 
@@ -46,6 +48,11 @@ export function registerIdempotency(app: FastifyInstance, services: Services) {
   /** Claims the key, or answers: a replay, or a key of the wrong length. True when it answered. */
   const claim = async (req: FastifyRequest, reply: FastifyReply, principal: Principal, header: string | string[]): Promise<boolean> => {
     const key = Array.isArray(header) ? header[0]! : header;
+    if (SECRET_ANSWER.has(req.url.split("?")[0]!)) {
+      const message = "is not accepted here: the answer holds the new key's secret, which is never stored (only its sha256 is)";
+      sendError(req, reply, new AppError(400, "validation_error", `Idempotency-Key ${message}.`, { issues: [{ path: "Idempotency-Key", message }] }));
+      return true;
+    }
     if (key.length < 1 || key.length >= 200) {
       sendError(
         req,

@@ -85,6 +85,12 @@ export const policiesRouter = router({
 /** POSTs that only read (dry runs): no Idempotency-Key handling, so a repeat answers afresh. */
 export const READ_ONLY_POSTS = { rest: ["/v1/policies/check"], trpc: ["policies.check"] } as const;
 
+/**
+ * POSTs whose answer holds a new API key's secret: they refuse an Idempotency-Key, whose stored
+ * answer would keep the secret for a day where only the key's sha256 may be kept (spec 5.4).
+ */
+export const SECRET_ANSWER_POSTS = { trpc: ["apiKeys.create"] } as const;
+
 export const approvalsRouter = router({
   list: apiProcedure
     .meta({ openapi: { method: "GET", path: "/approvals", tags: ["approvals"], summary: "List approval requests" } })
