@@ -368,6 +368,33 @@ describe(`card expiry (${dbKind}, ${processor})`, () => {
     expect((await s.request("GET", `/v1/cards/${used.id}`)).body.spent_cents).toBe(200);
   });
 
+  it("an expired USED card whose authorization never settles is closed as expired, its hold released (not OPEN again)", async () => {
+    const deactivated = (await s.request("POST", "/v1/cards", { body: { amount_cents: 400 } })).body;
+    const notYet = (await s.request("POST", "/v1/cards", { body: { amount_cents: 300 } })).body;
+    const auths = [];
+    for (const c of [deactivated, notYet]) auths.push((await s.request("POST", `/v1/test_helpers/cards/${c.id}/authorizations`, { body: { amount_cents: 100 } })).body);
+    await sleep(1100);
+    // The first card's expiry is swept while it is USED (deactivated; its hold kept for the authorization).
+    await s.app.services.maintenance.run();
+    const [swept] = await s.query("SELECT status, revoked_at FROM cards WHERE id = ?", [deactivated.id]);
+    expect(swept.status).toBe("USED");
+    expect(swept.revoked_at).not.toBeNull();
+    expect((await s.request("POST", `/v1/test_helpers/authorizations/${auths[0].id}/expire`)).status).toBe(200);
+    expect((await s.request("POST", `/v1/test_helpers/authorizations/${auths[1].id}/reverse`)).status).toBe(200);
+    for (const c of [deactivated, notYet]) {
+      expect((await s.request("GET", `/v1/cards/${c.id}`)).body).toMatchObject({ status: "CLOSED", spent_cents: 0 });
+      const [row] = await s.query("SELECT hold_id, hold_status, processor_card_id FROM cards WHERE id = ?", [c.id]);
+      expect(row.hold_status).toBe("RELEASED");
+      expect(await s.processor.hold(row.hold_id)).toMatchObject({ status: "canceled" });
+      expect(await s.processor.card(row.processor_card_id)).toBe("canceled");
+      const types = ((await s.request("GET", "/v1/events?limit=100")).body.data as { type: string; data: { object: { id?: string } } }[])
+        .filter((e) => e.data.object.id === c.id)
+        .map((e) => e.type);
+      expect(types).toContain("card.expired");
+      expect(types).not.toContain("card.reopened");
+    }
+  });
+
   it("a sweep that read the card OPEN leaves it alone when an authorization used it before the sweep's update", async () => {
     const c = (await s.request("POST", "/v1/cards", { body: { amount_cents: 500 } })).body;
     const principal = { keyId: "key_sweep", accountId: s.accountId, mode: "test" as const, role: "full" as const };

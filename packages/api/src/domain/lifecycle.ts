@@ -192,7 +192,8 @@ export class CardLifecycle {
   /**
    * An authorization that will never settle: reversed by the merchant, expired unsettled, or
    * declined in the processor's final answer. If it made its card USED and nothing settled on it,
-   * the card is OPEN again with its full remaining_cents (the expiry sweep closes it if it expired).
+   * the card is OPEN again with its full remaining_cents; unless the card is past its expiry (or
+   * was deactivated at it): then it is CLOSED as expired, and its hold released.
    */
   async release(auth: Authorization, outcome: "reversed" | "expired" | "declined"): Promise<Authorization> {
     const now = Date.now();
@@ -207,14 +208,20 @@ export class CardLifecycle {
     // The card comes back with its event only if it is still USED and unsettled (expect 1);
     // otherwise the authorization's change commits alone.
     const card = auth.consumed_card && !settled ? (await this.cards.findOneBy({ id: auth.card_id }))! : null;
-    const reopened = card
-      ? await commitWithEvents(
-          this.deps.ds,
-          [...steps, this.cards.updateStatement({ id: card.id, status: "USED", spent_cents: 0 }, { status: "OPEN", remaining_cents: card.amount_cents, used_at: null, used_key: null }, 1)],
-          [...events, this.event(card, "card.reopened", cardListView({ ...card, status: "OPEN", remaining_cents: card.amount_cents, used_at: null, used_key: null }))],
-        )
-      : null;
-    if (!reopened) await commitWithEvents(this.deps.ds, steps, events);
+    if (card) {
+      const lapsed = card.expires_at <= now || card.revoked_at !== null;
+      const change: Partial<Card> = lapsed ? { status: "CLOSED", closed_at: now } : { status: "OPEN", remaining_cents: card.amount_cents, used_at: null, used_key: null };
+      const after = { ...card, ...change };
+      const changed = await commitWithEvents(
+        this.deps.ds,
+        [...steps, this.cards.updateStatement({ id: card.id, status: "USED", spent_cents: 0 }, change, 1)],
+        [...events, lapsed ? this.event(card, "card.expired", cardListView(after), SYSTEM) : this.event(card, "card.reopened", cardListView(after))],
+      );
+      // An expired card's hold is released now (the recovery pass retries if the processor fails).
+      if (changed && lapsed) await this.cardService.followUp(after);
+      if (changed) return (await this.authorizations.findOneBy({ id: auth.id }))!;
+    }
+    await commitWithEvents(this.deps.ds, steps, events);
     return (await this.authorizations.findOneBy({ id: auth.id }))!;
   }
 
