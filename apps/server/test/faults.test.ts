@@ -44,6 +44,11 @@ describe(`processor faults (${dbKind})`, () => {
       expect(await processorCards(account.id)).toEqual([]);
       s.processor.clear();
       await s.app.services.maintenance.run();
+      // Nothing found is taken as final a creation lease after the failure (a hung call may still place the hold).
+      const [pending] = await s.query("SELECT status, hold_status FROM cards WHERE account_id = ?", [account.id]);
+      expect(pending).toEqual({ status: "FAILED", hold_status: "PENDING" });
+      await s.query("UPDATE cards SET recovery_next_at = ? WHERE account_id = ?", [Date.now() - 1, account.id]);
+      await s.app.services.maintenance.run();
       // Whatever the processor may have made under the card's key is cancelled.
       for (const h of await processorHolds(account.id)) expect(h).toBe("canceled");
       const [row] = await s.query("SELECT status, hold_status FROM cards WHERE account_id = ?", [account.id]);

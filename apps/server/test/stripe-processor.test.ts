@@ -254,6 +254,8 @@ describe(`stripe processor (${dbKind})`, () => {
       expect(row).toEqual({ status: "FAILED", hold_status: "PENDING" });
       // Re-sending the create under its key with another payment method is Stripe's 400 idempotency_error, forever.
       await s.admin("POST", `/accounts/${account.id}/payment_method`, { payment_method: "pm_card_mastercard" });
+      // The recovery pass a creation lease later (its due time moved to now).
+      await s.query("UPDATE cards SET recovery_next_at = ? WHERE account_id = ?", [Date.now() - 1, account.id]);
       await s.app.services.maintenance.run();
       await expectNothingLeft(account.id);
       expect((await atStripe(account.id)).intents.map((pi) => pi.status)).toEqual(["canceled"]);
@@ -287,6 +289,40 @@ describe(`stripe processor (${dbKind})`, () => {
       const other = await post("200");
       expect(other.status).toBe(400);
       expect((await other.json()).error.type).toBe("idempotency_error");
+    });
+
+    it("hold hangs and Stripe places it after the request gave up and looked: the recovery pass looks again a lease later and cancels it", async () => {
+      const { account, key } = await setup();
+      fake.fail("payment_intents.create", faults.hang());
+      expectError(await s.request("POST", "/v1/cards", { key, body: { amount_cents: 900 } }), 502, "processor_error");
+      fake.clearFaults();
+      const [card] = await s.query("SELECT id, status, hold_status, recovery_next_at FROM cards WHERE account_id = ?", [account.id]);
+      // Nothing found yet: not taken as final while the hung call may still be running at Stripe.
+      expect(card).toMatchObject({ status: "FAILED", hold_status: "PENDING" });
+      expect(Number(card!.recovery_next_at)).toBeGreaterThan(Date.now());
+      await s.app.services.maintenance.run();
+      // The hung call ends at Stripe now: a hold made for our card.
+      const { customer_id, payment_method_id } = await stripeIds(account.id);
+      const made = await fetch(`${fake.url}/v1/payment_intents`, {
+        method: "POST",
+        headers: { authorization: "Bearer sk_test_fake", "content-type": "application/x-www-form-urlencoded" },
+        body: new URLSearchParams({
+          amount: "900",
+          currency: "usd",
+          customer: customer_id,
+          payment_method: payment_method_id,
+          capture_method: "manual",
+          confirm: "true",
+          "metadata[card_id]": card!.id,
+          "metadata[purpose]": "hold",
+        }),
+      });
+      const pi = (await made.json()) as { id: string; status: string };
+      expect(pi.status).toBe("requires_capture");
+      await s.query("UPDATE cards SET recovery_next_at = ? WHERE id = ?", [Date.now() - 1, card!.id]);
+      await s.app.services.maintenance.run();
+      expect((await atStripe(account.id)).intents.map((i) => [i.id, i.status])).toEqual([[pi.id, "canceled"]]);
+      expect(await s.query("SELECT hold_id, hold_status FROM cards WHERE id = ?", [card!.id])).toEqual([{ hold_id: pi.id, hold_status: "RELEASED" }]);
     });
 
     it("hold hangs (nothing done): 502 in time; recovery leaves nothing held", async () => {
@@ -536,6 +572,8 @@ describe(`stripe processor (${dbKind})`, () => {
       const [card] = await s.query("SELECT id, status, hold_status FROM cards WHERE account_id = ?", [account.id]);
       expect(card).toMatchObject({ status: "FAILED", hold_status: "PENDING" });
       madeMeanwhile(fake.paymentIntents, otherCard)();
+      // The recovery pass a creation lease later (its due time moved to now).
+      await s.query("UPDATE cards SET recovery_next_at = ? WHERE id = ?", [Date.now() - 1, card!.id]);
       await s.app.services.maintenance.run();
       const hold = (await atStripe(account.id)).intents.filter((pi) => pi.metadata?.card_id === card!.id);
       expect(hold.map((pi) => pi.status)).toEqual(["canceled"]);

@@ -230,7 +230,7 @@ export class CardService {
       else {
         const pa = processorAccount(await this.accounts.get(card.account_id), card.mode);
         const processor = this.deps.processors(card.mode);
-        if (card.hold_status === "OPEN" || card.hold_status === "PENDING") await this.issuer.releaseHold(card, pa, processor, SYSTEM);
+        if (card.hold_status === "OPEN" || card.hold_status === "PENDING") await this.issuer.releaseHold(card, pa, processor, SYSTEM, true);
         if (card.revoked_at === null) await this.issuer.revokeLostMint(card, pa, processor, true);
       }
     } catch (err) {

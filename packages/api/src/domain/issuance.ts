@@ -244,9 +244,10 @@ export class CardIssuer {
   /**
    * Compensation: the card becomes FAILED and any hold it may have is cancelled. If cancelling
    * fails too, the hold stays marked and the recovery pass retries it. `mint` says whether a card
-   * may have been minted for it: if none was, its processor side is final at once (revoked_at);
-   * if one may have been, the recovery pass looks for it again a creation lease later (see
-   * revokeLostMint), and retries a failed hold release then too.
+   * may have been minted for it: if none was, no card of it can be live (revoked_at). A hold or a
+   * card whose creation's outcome is unknown (PENDING; `mint` unknown) is looked up now and again
+   * by the recovery pass a creation lease later, when a call still running at the processor has
+   * ended (see releaseHold, revokeLostMint).
    */
   private async fail(card: Card, pa: ProcessorAccount, processor: Processor, holdStatus: "NONE" | "PENDING" | "OPEN", mint: "none" | "unknown") {
     const now = Date.now();
@@ -258,7 +259,8 @@ export class CardIssuer {
         hold_status: holdStatus,
         lease_until: null,
         approval_id: null,
-        ...(mint === "none" ? { revoked_at: now } : { recovery_next_at: now + this.deps.config.creationLeaseMs }),
+        ...(mint === "none" ? { revoked_at: now } : {}),
+        ...(mint === "unknown" || holdStatus === "PENDING" ? { recovery_next_at: now + this.deps.config.creationLeaseMs } : {}),
       },
     );
     // The approval goes back to PENDING in the same transaction: never APPROVED without a card.
@@ -271,13 +273,16 @@ export class CardIssuer {
 
   /**
    * Cancels a card's hold if it has (or may have) one. A PENDING hold (its creation's outcome
-   * unknown) is looked up at the processor, never created again to find it.
+   * unknown) is looked up at the processor, never created again to find it. Finding none is
+   * `final` only for the recovery pass, a creation lease after the failure: before that the call
+   * that timed out may still be placing the hold, so the card stays PENDING for that pass.
    */
-  async releaseHold(card: Card, pa: ProcessorAccount, processor: Processor, actor: Actor = SYSTEM): Promise<void> {
+  async releaseHold(card: Card, pa: ProcessorAccount, processor: Processor, actor: Actor = SYSTEM, final = false): Promise<void> {
     const timeout = this.deps.config.processorTimeoutMs;
     let holdId = card.hold_id;
     if (card.hold_status === "PENDING") {
       const found = await callProcessor("hold", timeout, () => processor.findHold(pa, cardRefs(card)));
+      if (!found && !final) return;
       holdId = found?.status === "held" ? found.holdId : null;
     }
     if (holdId) await callProcessor("cancel", timeout, () => processor.cancelHold(pa, holdId!, `${card.id}:cancel`));
