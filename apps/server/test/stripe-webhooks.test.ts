@@ -137,13 +137,17 @@ describe(`stripe webhooks (${dbKind})`, () => {
       expect((await deliver("issuing_authorization.request", authorizationFor(stranger, 10, { pending: true }))).body).toEqual({ approved: false });
     });
 
-    it("an increment of an approved authorization is approved within the card's hold", async () => {
-      const { issued } = await openCard(1000);
+    it("an increment of an approved authorization is approved within the card's hold (pending_request.amount is the addition)", async () => {
+      const { key, card, issued } = await openCard(1000);
       const auth = authorizationFor(issued, 600, { pending: true });
       expect((await deliver("issuing_authorization.request", auth)).body).toEqual({ approved: true });
-      const more = (amount: number) => deliver("issuing_authorization.request", { ...auth, amount: 600, pending_request: { amount, currency: "usd" } });
-      expect((await more(900)).body).toEqual({ approved: true });
-      expect((await more(1001)).body).toEqual({ approved: false });
+      // Stripe's increment: `amount` is what is authorized so far, `pending_request.amount` what it would add.
+      const more = (authorized: number, additional: number) =>
+        deliver("issuing_authorization.request", { ...auth, amount: authorized, pending_request: { amount: additional, currency: "usd" } });
+      expect((await more(600, 300)).body).toEqual({ approved: true });
+      expect((await authorizationsOf(key, card.id))[0]).toMatchObject({ amount_cents: 900 });
+      expect((await more(900, 101)).body).toEqual({ approved: false });
+      expect((await authorizationsOf(key, card.id))[0]).toMatchObject({ amount_cents: 900 });
     });
 
     it("a live-mode event never touches a test-mode card", async () => {

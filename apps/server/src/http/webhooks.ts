@@ -92,7 +92,9 @@ export async function registerStripeWebhooks(app: FastifyInstance, services: Ser
       case "issuing_authorization.request": {
         // The real-time decision, from the database only (Stripe waits at most 2 s).
         const auth = event.data.object;
-        const amount = auth.pending_request?.amount ?? auth.amount;
+        // `amount` is what is authorized so far (0 on a first request), `pending_request.amount`
+        // what Stripe would hold in addition: an increment asks for their sum in all.
+        const amount = auth.amount + (auth.pending_request?.amount ?? 0);
         const card = await cards.findByProcessor(cardRef(mode, auth.card));
         if (!card) return "declined";
         // An authorization already decided comes back from `authorize` as recorded (its unique key
