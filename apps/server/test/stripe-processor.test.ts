@@ -275,6 +275,25 @@ describe(`stripe processor (${dbKind})`, () => {
         expect(new Set(captures.map((c) => c.idempotencyKey)).size).toBe(1);
       });
 
+    it("an off-session charge whose answer was lost is found by reading after the payment method changed, not refused as a reused key", async () => {
+      const { account, key } = await setup();
+      const card = (await s.request("POST", "/v1/cards", { key, body: { amount_cents: 900 } })).body;
+      const auth = (await s.request("POST", `/v1/test_helpers/cards/${card.id}/authorizations`, { key, body: { amount_cents: 900 } })).body;
+      // The charge beyond the hold is made at Stripe, but its answer never comes back.
+      fake.fail("payment_intents.create", faults.hangAfter());
+      expect((await s.request("POST", `/v1/test_helpers/authorizations/${auth.id}/capture`, { key, body: { amount_cents: 1000 } })).status).toBe(201);
+      fake.clearFaults();
+      const [pending] = await s.query("SELECT id, status FROM payments WHERE card_id = ? AND kind = 'charge'", [card.id]);
+      expect(pending!.status).toBe("pending");
+      // Sending the create again under its key with another payment method is Stripe's idempotency_error.
+      await s.admin("POST", `/accounts/${account.id}/payment_method`, { payment_method: "pm_card_mastercard" });
+      await s.query("UPDATE payments SET next_attempt_at = ?, lease_until = NULL WHERE id = ?", [Date.now() - 1, pending!.id]);
+      await s.app.services.maintenance.run();
+      expect(await s.query("SELECT status FROM payments WHERE id = ?", [pending!.id])).toEqual([{ status: "succeeded" }]);
+      const charges = (await atStripe(account.id)).intents.filter((pi) => pi.metadata?.purpose === "charge");
+      expect(charges.map((pi) => [pi.status, pi.amount_received])).toEqual([["succeeded", 100]]);
+    });
+
     it("the fake refuses a key reused with other parameters, as Stripe does", async () => {
       const { account } = await setup();
       const { customer_id, payment_method_id } = await stripeIds(account.id);

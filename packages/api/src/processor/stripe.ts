@@ -177,13 +177,16 @@ const isStoredServerError = (err: unknown) => err instanceof Stripe.errors.Strip
  * A mutating call under `key` (DESIGN 3.6). After a 5xx the same key would answer that 5xx
  * forever, and the work may or may not have been done: the object is read first (`read`: by its
  * id or our metadata, never by sending the call again), and only when the work is not found done is
- * the call sent again, with the same parameters, under a new attempt key of its own.
+ * the call sent again, with the same parameters, under a new attempt key of its own. The same
+ * holds when Stripe refuses the key for other parameters (an idempotency_error): an attempt whose
+ * answer was lost ran with what was current then (the payment method the account had), and
+ * what it made is found by reading.
  */
 async function keyed<T>(key: string, send: (key: string) => Promise<T>, read: () => Promise<T | null | undefined>): Promise<T> {
   try {
     return await send(key);
   } catch (err) {
-    if (!isStoredServerError(err)) throw err;
+    if (!isStoredServerError(err) && !(err instanceof Stripe.errors.StripeIdempotencyError)) throw err;
     return (await read()) ?? (await send(`${key}:${randomToken(8)}`));
   }
 }
