@@ -1,5 +1,5 @@
 import type { DataSource } from "typeorm";
-import type { EventType } from "@cardctl/contract";
+import { EVENT_TYPES, type EventType } from "@cardctl/contract";
 import { EventEntity, type ActorType, type EventRecord, type Mode } from "../db/entities.js";
 import { fastRepository, padded, placeholders, queryRows, runAtomically, runSql, type SqlResult, type Statement } from "../db/fast.js";
 import type { Deps, Principal } from "./deps.js";
@@ -141,25 +141,9 @@ const PURGE_SELECT = `SELECT seq FROM events WHERE created_at < ? AND seq < (SEL
  * are full keys' business (DESIGN 3.2, 3.7), and their events carry cardholder details, key names
  * and receiver URLs.
  */
-const AGENT_EVENT_TYPES: ReadonlySet<EventType> = new Set<EventType>([
-  "card.created",
-  "card.used",
-  "card.reopened",
-  "card.closed",
-  "card.expired",
-  "approval.created",
-  "approval.approved",
-  "approval.rejected",
-  "approval.expired",
-  "authorization.approved",
-  "authorization.declined",
-  "transaction.created",
-  "hold.captured",
-  "hold.released",
-  "payment.uncollected",
-  "processor.attention_needed",
-  "policy.updated",
-]);
+const AGENT_EVENT_TYPES: ReadonlySet<EventType> = new Set(
+  EVENT_TYPES.filter((type) => ["card.", "approval.", "authorization.", "transaction.", "hold.", "payment.", "processor.", "policy."].some((of) => type.startsWith(of))),
+);
 
 const readableBy = (p: Principal, type: string) => p.role !== "agent" || AGENT_EVENT_TYPES.has(type as EventType);
 
