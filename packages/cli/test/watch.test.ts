@@ -79,6 +79,33 @@ describe("approvals watch (scripted stdin)", () => {
     expect(events).toContainEqual(expect.objectContaining({ event: "approved", id: first, card: expect.objectContaining({ status: "OPEN" }) }));
   });
 
+  it("#n counts in the last full list: a request that arrives meanwhile does not shift it", async () => {
+    const listed = await pending(150, "listed");
+    let later = "";
+    const r = await run(["approvals", "watch", "--interval", "0.2"], {
+      env,
+      drive: async (child) => {
+        let out = "";
+        child.stdout!.on("data", (d: Buffer) => (out += d.toString()));
+        const until = async (pred: () => boolean) => {
+          for (let n = 0; n < 100 && !pred(); n++) await new Promise((res) => setTimeout(res, 50));
+          expect(pred()).toBe(true);
+        };
+        await until(() => out.includes(`pending ${listed}`));
+        const firstList = out.trim().split("\n");
+        const position = firstList.findIndex((l) => l.startsWith(`pending ${listed} `)) + 1;
+        later = await pending(250, "arrived later");
+        await until(() => out.includes(`pending ${later}`));
+        child.stdin!.write(`approve #${position}\n`);
+        await until(() => out.includes("approved "));
+        child.stdin!.end("quit\n");
+      },
+    });
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(new RegExp(`^approved ${listed} card card_`, "m"));
+    expect(r.stdout).not.toMatch(new RegExp(`^approved ${later}`, "m"));
+  });
+
   it("reports failures and exits 1", async () => {
     const r = await run(["approvals", "watch"], { env, input: "approve appr_nope\nfrobnicate\n" });
     expect(r.code).toBe(1);

@@ -35,7 +35,8 @@ On a terminal: ↑/↓ (or j/k, or 1-9) select, a approves (asks y/N), r rejects
 reason, then y/N), q quits and leaves the decisions made in the terminal's scrollback.
 
 When stdin or stdout is not a terminal, or with --json, it reads one command per line instead:
-  approve <id|#n>            approve (n = position in the last printed list, from 1)
+  approve <id|#n>            approve (n = position, from 1, in the last full list: the one printed
+                             at start or by "list"; requests that arrive later do not shift it)
   reject <id|#n> [reason…]   reject with an optional reason
   list                       print the pending requests again
   quit                       stop (end of input also stops)
@@ -56,6 +57,7 @@ With --json every event is one JSON object per line. Exit code 1 if any command 
 async function scripted(ctx: Ctx, interval: number): Promise<void> {
   const { out } = ctx;
   const known = new Map<string, Approval>();
+  /** The last full list printed (at start, by "list"): what #n counts in. A refresh never shifts it. */
   let order: string[] = [];
   let failed = false;
   const emit = (event: string, fields: Record<string, unknown>, text: string) => {
@@ -78,7 +80,7 @@ async function scripted(ctx: Ctx, interval: number): Promise<void> {
       if (printAll || !known.has(a.id)) emit("pending", { approval: a }, describe(a));
       known.set(a.id, a);
     }
-    order = list.map((a) => a.id);
+    if (printAll) order = list.map((a) => a.id);
   };
 
   const resolveId = (ref: string | undefined) => {
