@@ -8,7 +8,6 @@ export type Extra = RequestHandlerExtra<ServerRequest, ServerNotification>;
 
 /** Longest wait one tool call may block for a human (request_card, wait_for_approval). */
 export const MAX_WAIT_SECONDS = 300;
-const POLL_MS = 1000;
 const PROGRESS_MS = 2000;
 
 /** A card as the tools show it: never the ephemeral key (reveal_card is the one way to the number). */
@@ -73,7 +72,9 @@ export async function awaitDecision(client: Cardctl, id: string, waitSeconds: nu
   progress();
   const timer = setInterval(progress, PROGRESS_MS);
   try {
-    const d = await client.approvals.waitForDecision(id, { timeoutMs: waitSeconds * 1000, pollIntervalMs: POLL_MS, signal: extra.signal });
+    // The SDK's own polling: every second at first, then less often (up to 15 s), so a long wait
+    // spends few of the key's hourly requests.
+    const d = await client.approvals.waitForDecision(id, { timeoutMs: waitSeconds * 1000, signal: extra.signal });
     return d.status === "APPROVED" ? issued(d.card, d.approval) : decided(d.approval);
   } catch (err) {
     if (!(err instanceof DecisionTimeoutError)) throw err;

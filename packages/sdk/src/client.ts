@@ -333,11 +333,14 @@ export class Approvals {
     try {
       for (;;) {
         let approval: Approval | undefined;
+        let serverWaitMs = 0;
         try {
           approval = await this.retrieve(id, { ...opts, createdAt });
         } catch (err) {
           if (err instanceof UserAbortError && !signal?.aborted) throw new DecisionTimeoutError(id, timeoutMs ?? 0);
           if (!isTransient(err)) throw err;
+          // Rate limited: polling before the window resets would only be refused again.
+          if (err instanceof RateLimitError) serverWaitMs = err.retryAfterMs ?? 0;
         }
         if (approval) {
           createdAt = approval.created_at;
@@ -359,7 +362,7 @@ export class Approvals {
         }
         if (Date.now() >= deadline) throw new DecisionTimeoutError(id, timeoutMs ?? 0);
         try {
-          await sleepUntil(Math.min(deadline, Date.now() + interval), controller.signal);
+          await sleepUntil(Math.min(deadline, Date.now() + Math.max(interval, serverWaitMs)), controller.signal);
         } catch (err) {
           if (signal?.aborted) throw err;
           throw new DecisionTimeoutError(id, timeoutMs ?? 0);

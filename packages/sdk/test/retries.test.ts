@@ -1,5 +1,5 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
-import { Cardctl, RateLimitError, TimeoutError } from "../src/index.js";
+import { Cardctl, DecisionTimeoutError, RateLimitError, TimeoutError } from "../src/index.js";
 import { clientFor, recordingFetch, startServer, tcpProxy, type TestServer } from "./helpers.js";
 
 describe("retries against the real server", () => {
@@ -104,6 +104,20 @@ describe("rate limits against the real server (5 per hour)", () => {
     expect(err.resetAt.getTime()).toBeGreaterThan(Date.now() + 3500_000);
     expect(log).toHaveLength(1);
     expect(Date.now() - t0).toBeLessThan(1000);
+  });
+
+  it("waitForDecision rate limited: no poll before the window resets (one request, then the timeout)", async () => {
+    const apiKey = await (await s.newAccount()).key();
+    const owner = clientFor(s, { apiKey });
+    await owner.policies.updateDefault({ approval_required: true });
+    const created = await owner.cards.create({ amount_cents: 500 });
+    if (created.status !== "PENDING_APPROVAL") throw new Error("expected a pending approval");
+    for (let i = 0; i < 3; i++) expect((await s.request("GET", "/v1/balance", { key: apiKey })).status).toBe(200);
+    const { fetch, log } = recordingFetch();
+    const c = clientFor(s, { apiKey, fetch });
+    const err = await c.approvals.waitForDecision(created.approval_id, { timeoutMs: 1500, pollIntervalMs: 50 }).catch((e) => e);
+    expect(err).toBeInstanceOf(DecisionTimeoutError);
+    expect(log.map((x) => x.status)).toEqual([429]);
   });
 
   it("waits out a 429 until the window resets (Retry-After / RateLimit-Reset), then succeeds", async () => {
