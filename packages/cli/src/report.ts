@@ -158,6 +158,8 @@ export function hints(code: string, d: Record<string, unknown>, status?: number)
         return `- ${text.startsWith(path) ? text : `${path}: ${text}`}`;
       });
     }
+    case "payment_method_declined":
+      return ["The account's payment method refused the hold; nothing was held. The account's owner must update it (dashboard Setup page)."];
     case "processor_not_configured":
       return ["Live mode needs Stripe configured on the server (STRIPE_LIVE_SECRET_KEY)."];
     case "not_found":

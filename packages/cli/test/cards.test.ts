@@ -237,6 +237,14 @@ describe("errors and exit codes", () => {
     expect(r.stderr).toMatch(/Finish account setup at: http:\/\/cardctl\.test\/\S+/);
   });
 
+  it("payment_method_declined says nothing was held and who must fix it", async () => {
+    const acct = await s.newAccount({ paymentMethod: "pm_card_decline" });
+    const r = await cli(["cards", "create", "--amount", "5"], { CARDCTL_API_KEY: await acct.key() });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain("code: payment_method_declined (HTTP 402)");
+    expect(r.stderr).toContain("The account's payment method refused the hold; nothing was held.");
+  });
+
   it("API errors exit 1 with code, message and request id", async () => {
     const r = await cli(["cards", "get", "card_doesnotexist"]);
     expect(r.code).toBe(1);

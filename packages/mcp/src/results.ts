@@ -1,4 +1,4 @@
-import { CardctlError, formatMoney, PolicyViolationError, SetupRequiredError } from "@cardctl/sdk";
+import { CardctlError, formatMoney, PaymentDeclinedError, PolicyViolationError, SetupRequiredError } from "@cardctl/sdk";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 
 /** A tool's answer: the object as structured content, and a short sentence for the model. */
@@ -16,6 +16,7 @@ export function toolError(err: unknown): CallToolResult {
   if (!(err instanceof CardctlError)) throw err;
   let text = `${err.code}: ${err.message}`;
   if (err instanceof SetupRequiredError && err.setupUrl) text += ` A human must finish the account's set-up at ${err.setupUrl}.`;
+  if (err instanceof PaymentDeclinedError) text += " Nothing was held; a human must update the account's payment method before a card can be issued.";
   if (err instanceof PolicyViolationError && err.maxAmountCents !== undefined)
     text += ` The most one card may hold is ${err.maxAmountCents} cents (${formatMoney(err.maxAmountCents)}); ask for less, or ask a human to raise the policy.`;
   const error = { code: err.code, message: err.message, status: err.status ?? null, details: err.details, request_id: err.requestId ?? null };

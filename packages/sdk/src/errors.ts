@@ -72,6 +72,19 @@ export class PolicyViolationError extends PermissionError {
   }
 }
 
+/**
+ * 402 `payment_method_declined`: the account's payment method refused the card's hold (creating a
+ * card, approving a request); nothing was held or minted. Fixing the payment method fixes it.
+ */
+export class PaymentDeclinedError extends CardctlError {
+  /** The processor's decline code (`card_declined`, `insufficient_funds`, …), if it gave one. */
+  readonly declineCode: string | undefined;
+  constructor(init: CardctlErrorInit) {
+    super(init);
+    this.declineCode = typeof this.details.decline_code === "string" ? this.details.decline_code : undefined;
+  }
+}
+
 /** 404 `not_found`: no such object for this key (unknown id, other account, other mode). */
 export class NotFoundError extends CardctlError {}
 
@@ -138,6 +151,7 @@ export function errorFromResponse(
   const init: CardctlErrorInit = { status, code, message, details, requestId, headers };
 
   if (status === 401) return new AuthenticationError(init);
+  if (status === 402 && code === "payment_method_declined") return new PaymentDeclinedError(init);
   if (status === 403) {
     if (code === "setup_required") return new SetupRequiredError(init);
     if (code === "policy_violation") return new PolicyViolationError(init);

@@ -8,6 +8,7 @@ import {
   ConflictError,
   NotFoundError,
   Page,
+  PaymentDeclinedError,
   PermissionError,
   PolicyViolationError,
   SetupRequiredError,
@@ -191,6 +192,10 @@ describe("Cardctl against the real server", () => {
     expect(setup).toBeInstanceOf(PermissionError);
     expect(setup.missing.sort()).toEqual(["kyb", "payment_method"]);
     expect(setup.setupUrl).toMatch(/^http:\/\/cardctl\.test\//);
+
+    const declined = await (await fresh({ paymentMethod: "pm_card_decline" })).cards.create({ amount_cents: 100 }).catch((e) => e);
+    expect(declined).toBeInstanceOf(PaymentDeclinedError);
+    expect(declined).toMatchObject({ status: 402, code: "payment_method_declined", declineCode: expect.any(String) });
 
     const c = await fresh();
     await c.policies.updateDefault({ max_amount_cents: 1000 });

@@ -31,7 +31,7 @@ export function registerAgentTools(server: McpServer, { client, reveal }: ToolCo
       description:
         "Asks for a single-use virtual card with a spending limit in cents. Answers with the card (outcome 'issued'), " +
         "or, when the spending policy needs a human, with the approval request (outcome 'pending_approval'); set wait_seconds to wait for the decision. " +
-        "Errors: setup_required (a human must finish set-up at details.setup_url), policy_violation (details.max_amount_cents is the most allowed).",
+        "Errors: setup_required (a human must finish set-up at details.setup_url), policy_violation (details.max_amount_cents is the most allowed), payment_method_declined (the account's payment method refused the hold; a human must update it).",
       inputSchema: requestCardInput,
       annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
     },
