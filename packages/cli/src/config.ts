@@ -92,7 +92,7 @@ export function resolve(opts: GlobalOptions, env: NodeJS.ProcessEnv = process.en
   else if (profile.base_url) [baseUrl, baseUrlSource] = [profile.base_url, "profile"];
   else [baseUrl, baseUrlSource] = [DEFAULT_BASE_URL, "default"];
   checkBaseUrl(baseUrl, baseUrlSource, name);
-  return { profileName: name, profile, apiKey, apiKeySource, baseUrl: baseUrl.replace(/\/+$/, ""), baseUrlSource };
+  return { profileName: name, profile, apiKey, apiKeySource, baseUrl: baseUrl.replace(/\/+$/, "").replace(/\/v1$/, ""), baseUrlSource };
 }
 
 const BASE_URL_SOURCE = { flag: "--base-url", env: "CARDCTL_BASE_URL", profile: "the base_url of profile", default: "the default base URL" } as const;

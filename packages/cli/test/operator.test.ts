@@ -147,6 +147,11 @@ describe("operator commands", () => {
     const who = await run(["whoami", "--profile", "agent1", "--json"], { env: { ...env, CARDCTL_BASE_URL: undefined } });
     expect(who.json()).toMatchObject({ profile: "agent1", role: "agent", account: acct.id });
 
+    // A base URL given with the API's /v1 (as the SDK accepts) reaches the operator API too.
+    const withV1 = await run(["keys", "list", "--account", acct.id, "--json"], { env: { ...env, CARDCTL_BASE_URL: `${s.url}/v1/` } });
+    expect(withV1.code, withV1.stderr).toBe(0);
+    expect(withV1.json().data.map((x: { id: string }) => x.id)).toContain(key.id);
+
     const list = await run(["keys", "list", "--account", acct.id], { env });
     expect(list.stdout.split("\n")[0]).toMatch(/^ID\s+KEY\s+MODE\s+ROLE\s+NAME\s+CREATED\s+REVOKED$/);
     expect(list.stdout).toMatch(new RegExp(`${key.id}\\s+sk_test_…\\w{4}\\s+test\\s+agent\\s+-\\s+just now\\s+-`));

@@ -17,6 +17,11 @@ describe("money", () => {
     expect(parseCents("1250")).toBe(1250);
     for (const bad of ["12.5", "-3", "0", "abc"]) expect(() => parseCents(bad)).toThrow();
   });
+  it("says an amount too large to hold exactly is too large, not too small", () => {
+    expect(() => parseAmount("100000000000000")).toThrow('--amount is too large, got "100000000000000".');
+    expect(() => parseCents("99999999999999999")).toThrow('--amount-cents is too large, got "99999999999999999".');
+    expect(() => parseAmount("0.00")).toThrow("--amount must be at least 0.01");
+  });
   it("formats cents (the SDK's formatMoney, shared with the MCP tools and the dashboard)", () => {
     expect(formatMoney(1250)).toBe("$12.50");
     expect(formatMoney(5)).toBe("$0.05");
