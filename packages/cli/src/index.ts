@@ -60,7 +60,8 @@ export async function main(argv = process.argv): Promise<number> {
     return typeof process.exitCode === "number" ? process.exitCode : EXIT.OK;
   } catch (err) {
     if (err instanceof CommanderError) {
-      if (err.code === "commander.helpDisplayed" || err.code === "commander.version" || err.code === "commander.help") return EXIT.OK;
+      // Help asked for is success; help shown because a command was missing (commander.help) is a usage error.
+      if (err.code === "commander.helpDisplayed" || err.code === "commander.version") return EXIT.OK;
       // commander.executeSubCommandAsync etc.: usage problems (unknown option, missing argument, …)
       return err.exitCode === 0 ? EXIT.OK : EXIT.USAGE;
     }

@@ -311,7 +311,7 @@ describe("output", () => {
     expect(flag.stdout).not.toMatch(/\x1b\[/);
   });
 
-  it("help and version exit 0", async () => {
+  it("help and version exit 0; a missing command exits 2 with the help", async () => {
     const h = await cli(["--help"]);
     expect(h.code).toBe(0);
     expect(h.stdout).toContain("Exit codes: 0 success, 1 API error, 2 usage error, 3 authentication error");
@@ -321,6 +321,12 @@ describe("output", () => {
     const sub = await cli(["cards", "create", "--help"]);
     expect(sub.code).toBe(0);
     expect(sub.stdout).toContain("--amount-cents");
+    // Without the command it needs, the help goes to stderr and the exit code says usage error.
+    for (const args of [[], ["cards"]]) {
+      const missing = await cli(args);
+      expect(missing.code).toBe(2);
+      expect(missing.stderr).toContain("Usage: cardctl");
+    }
   });
 
   it("completion bash|zsh prints valid scripts", async () => {
