@@ -367,6 +367,8 @@ export class Approvals {
           if (signal?.aborted) throw err;
           throw new DecisionTimeoutError(id, timeoutMs ?? 0);
         }
+        // Slept to the deadline (timers may wake a little early): a poll now would be cut off by it.
+        if (deadline - Date.now() < 10) throw new DecisionTimeoutError(id, timeoutMs ?? 0);
         if (pollIntervalMs === undefined) interval = Math.min(15_000, interval * 1.5);
       }
     } finally {

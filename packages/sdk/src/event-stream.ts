@@ -125,7 +125,8 @@ export async function* streamEvents(http: HttpClient, options: EventStreamOption
       connection.abort();
     }
     if (!reconnect) throw error;
-    const wait = backoffMs(failures++);
+    // Rate limited: reconnecting before the window resets would only be refused again.
+    const wait = Math.max(backoffMs(failures++), error instanceof RateLimitError ? (error.retryAfterMs ?? 0) : 0);
     options.onDisconnect?.(error, wait);
     try {
       await sleepUntil(Date.now() + wait, options.signal);

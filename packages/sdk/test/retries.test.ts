@@ -120,6 +120,24 @@ describe("rate limits against the real server (5 per hour)", () => {
     expect(log.map((x) => x.status)).toEqual([429]);
   });
 
+  it("events.stream rate limited: reconnects when the window resets, not on its short backoff", async () => {
+    const apiKey = await (await s.newAccount()).key();
+    for (let i = 0; i < 5; i++) expect((await s.request("GET", "/v1/balance", { key: apiKey })).status).toBe(200);
+    const abort = new AbortController();
+    const waits: number[] = [];
+    const stream = clientFor(s, { apiKey }).events.stream({
+      signal: abort.signal,
+      onDisconnect: (err, retryInMs) => {
+        expect(err).toBeInstanceOf(RateLimitError);
+        waits.push(retryInMs);
+        abort.abort();
+      },
+    });
+    for await (const _ of stream) throw new Error("no event expected");
+    expect(waits).toHaveLength(1);
+    expect(waits[0]).toBeGreaterThan(3500_000);
+  });
+
   it("waits out a 429 until the window resets (Retry-After / RateLimit-Reset), then succeeds", async () => {
     const apiKey = await (await s.newAccount()).key();
     // The window is an hour: spend the budget "an hour ago, minus 2.5 s" (a faked Date, which the
