@@ -55,6 +55,8 @@ export function isApiError(err: unknown): err is Error & ApiErrorLike {
 
 export function exitCodeFor(err: unknown): number {
   if (err instanceof UsageError || err instanceof AuthError) return err.exitCode;
-  if (isApiError(err)) return err.status === 401 || err.code === "unauthorized" ? EXIT.AUTH : EXIT.API;
+  // The API's (and the operator API's) 401 is `unauthorized`; a 401 of the card processor refusing a
+  // card's ephemeral key (cards reveal) is not about the user's credentials.
+  if (isApiError(err)) return err.code === "unauthorized" || err.code === "http_401" ? EXIT.AUTH : EXIT.API;
   return EXIT.API;
 }

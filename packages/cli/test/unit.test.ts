@@ -1,5 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { formatMoney } from "@cardctl/sdk";
+import { CardctlError } from "@cardctl/sdk";
+import { EXIT, exitCodeFor } from "../src/errors.js";
 import { parseAmount, parseCents } from "../src/money.js";
 import { relativeTime } from "../src/output.js";
 
@@ -28,6 +30,15 @@ describe("money", () => {
     expect(formatMoney(123456789)).toBe("$1,234,567.89");
     expect(formatMoney(-5)).toBe("-$0.05");
     expect(formatMoney(null)).toBe("-");
+  });
+});
+
+describe("exit codes", () => {
+  it("3 for the API's unauthorized (or a bare 401), 1 for the card processor refusing an ephemeral key", () => {
+    expect(exitCodeFor(new CardctlError({ status: 401, code: "unauthorized", message: "Invalid API key." }))).toBe(EXIT.AUTH);
+    expect(exitCodeFor(new CardctlError({ status: 401, code: "http_401", message: "HTTP 401" }))).toBe(EXIT.AUTH);
+    const refused = new CardctlError({ status: 401, code: "invalid_request_error", message: "The card processor refused the reveal: expired key" });
+    expect(exitCodeFor(refused)).toBe(EXIT.API);
   });
 });
 
