@@ -2,7 +2,7 @@ import { spawnSync } from "node:child_process";
 import { createServer } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startServer, type TestServer } from "../../../apps/server/test/harness.js";
-import { run, tempConfigDir } from "./helpers.js";
+import { BIN, run, tempConfigDir } from "./helpers.js";
 
 /** Issue 14.9: the CLI's polish, compared with gh and the Stripe CLI. Output is not a TTY: 80 columns. */
 let s: TestServer;
@@ -173,5 +173,15 @@ describe("help, flags and completion", () => {
     expect(b.stdout.split("\n").find((l) => l.startsWith('    "login") words='))).toContain("--api-key");
     const check = spawnSync("bash", ["-n"], { input: b.stdout });
     expect(check.status, check.stderr?.toString()).toBe(0);
+  });
+});
+
+describe("pipes", () => {
+  it("a reader that stops early (| head, | true) ends the command quietly with its own exit code", () => {
+    // No server here: spawnSync blocks this process, which serves the suite's API.
+    const script = `"${process.execPath}" "${BIN}" completion bash | true; echo "cardctl exited \${PIPESTATUS[0]}" >&2`;
+    const r = spawnSync("bash", ["-c", script], { env: { ...process.env, ...env }, encoding: "utf8" });
+    expect(r.stderr).not.toContain("EPIPE");
+    expect(r.stderr).toContain("cardctl exited 0");
   });
 });
