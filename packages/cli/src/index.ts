@@ -63,7 +63,11 @@ export async function main(argv = process.argv): Promise<number> {
       // Help asked for is success; help shown because a command was missing (commander.help) is a usage error.
       if (err.code === "commander.helpDisplayed" || err.code === "commander.version") return EXIT.OK;
       // commander.executeSubCommandAsync etc.: usage problems (unknown option, missing argument, …)
-      return err.exitCode === 0 ? EXIT.OK : EXIT.USAGE;
+      if (err.exitCode === 0) return EXIT.OK;
+      // Commander told stderr; a script reading --json gets the error envelope on stdout, as for our own usage errors.
+      if (argv.includes("--json") && err.code !== "commander.help")
+        new Output({ json: true }).printJson({ error: { code: "usage_error", message: err.message.replace(/^error: /, "") } });
+      return EXIT.USAGE;
     }
     const opts = (current?.opts ?? program.opts()) as { json?: boolean; color?: boolean };
     let baseUrl: string | undefined = current?.resolved.baseUrl;

@@ -138,6 +138,13 @@ describe("help, flags and completion", () => {
     expect(e.stderr).toContain('CARDCTL_BASE_URL must be an http:// or https:// URL like http://127.0.0.1:4000, got "127.0.0.1:4000"');
     const j = await cli(["balance", "--base-url", "nope", "--json"]);
     expect(j.json().error.code).toBe("usage_error");
+    // What commander itself refuses (a missing required option, an unknown flag) is an envelope on stdout too.
+    const missing = await cli(["accounts", "create", "--json"]);
+    expect(missing.code).toBe(2);
+    expect(missing.json().error).toEqual({ code: "usage_error", message: "required option '--name <name>' not specified" });
+    const unknown = await cli(["balance", "--frobnicate", "--json"]);
+    expect(unknown.code).toBe(2);
+    expect(unknown.json().error.code).toBe("usage_error");
   });
 
   it("connection errors name the full URL of the request, /v1/… or /admin/v1/…", async () => {
