@@ -223,6 +223,24 @@ describe(`stripe webhooks (${dbKind})`, () => {
       expect(await cardOf(key, card.id)).toMatchObject({ status: "OPEN", remaining_cents: 2000 });
     });
 
+    it("a reversal handled before its authorization's .created is answered 409 and applied when Stripe redelivers it", async () => {
+      const { key, card, issued } = await openCard(2000);
+      const auth = authorizationFor(issued, 700);
+      const reversal = { ...auth, status: "reversed" };
+      const early = await deliver("issuing_authorization.updated", reversal, { id: "evt_reversal_early_1" });
+      expectError(early, 409, "event_too_early");
+      expect(await authorizationsOf(key, card.id)).toEqual([]);
+      expect((await deliver("issuing_authorization.created", auth)).body).toEqual({ received: true, outcome: "applied" });
+      expect(await cardOf(key, card.id)).toMatchObject({ status: "USED" });
+      // Stripe's retry of the same event: now it applies, and the card is OPEN again.
+      expect((await deliver("issuing_authorization.updated", reversal, { id: "evt_reversal_early_1" })).body).toEqual({ received: true, outcome: "applied" });
+      expect(await cardOf(key, card.id)).toMatchObject({ status: "OPEN", remaining_cents: 2000 });
+      // Not ours, or never approved: nothing to wait for.
+      const stranger = { ...issued, id: "ic_not_ours", metadata: {} };
+      expect((await deliver("issuing_authorization.updated", { ...authorizationFor(stranger, 100), status: "reversed" })).body.outcome).toBe("ignored");
+      expect((await deliver("issuing_authorization.updated", { ...authorizationFor(issued, 100, { approved: false }), status: "reversed" })).body.outcome).toBe("ignored");
+    });
+
     it("a request event repeated after its reversal gets its recorded decision and does not use the card again", async () => {
       const { key, card, issued } = await openCard(2000);
       const auth = authorizationFor(issued, 700, { pending: true });

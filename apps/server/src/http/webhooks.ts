@@ -6,7 +6,8 @@ import { parseStripeEvent, stripeVersionHeader, type EventIssue, type IssuingCar
 
 export const STRIPE_WEBHOOK_PATH = "/v1/webhooks/stripe";
 
-type Outcome = "approved" | "declined" | "applied" | "ignored";
+/** `too_early`: the event is about something another event has yet to bring; Stripe redelivers it later. */
+type Outcome = "approved" | "declined" | "applied" | "ignored" | "too_early";
 
 /**
  * Stripe webhooks at POST /v1/webhooks/stripe, in an encapsulated plugin with its own body parser:
@@ -79,6 +80,10 @@ export async function registerStripeWebhooks(app: FastifyInstance, services: Ser
       req.log.error({ err, event_id: event.id, event_type: event.type }, "stripe webhook failed");
       throw err; // 500: Stripe retries later
     }
+    if (outcome === "too_early") {
+      await events.release(event.id);
+      return sendError(req, reply, new AppError(409, "event_too_early", "This event is about an authorization not recorded yet (its issuing_authorization.created comes later); redeliver it."));
+    }
     await events.complete(event.id, outcome);
     return reply.code(200).send({ received: true, outcome });
   }
@@ -118,8 +123,12 @@ export async function registerStripeWebhooks(app: FastifyInstance, services: Ser
       case "issuing_authorization.updated": {
         const auth = event.data.object;
         const seen = await lifecycle.byProcessorAuthorization(mode, auth.id);
-        if (!seen || seen.status !== "pending" || (auth.status !== "reversed" && auth.status !== "expired")) return "ignored";
-        await lifecycle.release(seen, auth.status);
+        // Stripe does not promise order: an approved authorization of one of our cards that ended
+        // before its .created was handled must not be lost, or .created would leave the card USED.
+        const ended = auth.status === "reversed" || auth.status === "expired" ? auth.status : null;
+        if (!seen && ended && auth.approved && (await cards.findByProcessor(cardRef(mode, auth.card)))) return "too_early";
+        if (!seen || seen.status !== "pending" || !ended) return "ignored";
+        await lifecycle.release(seen, ended);
         return "applied";
       }
       case "issuing_transaction.created": {
