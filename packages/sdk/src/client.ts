@@ -488,11 +488,12 @@ export class WebhookEndpoints {
   }
 
   /**
-   * Deletes an endpoint and its deliveries (`DELETE /v1/webhook_endpoints/{id}`).
+   * Deletes an endpoint and its deliveries (`DELETE /v1/webhook_endpoints/{id}`). A retry that
+   * finds it gone after an attempt whose answer was lost resolves as deleted.
    * @throws {NotFoundError} no such endpoint for this key (or already deleted).
    */
   del(id: string, options?: RequestOptions): Promise<DeletedWebhookEndpoint> {
-    return this.http.request({ method: "DELETE", path: `/webhook_endpoints/${seg(id)}`, options });
+    return this.http.request({ method: "DELETE", path: `/webhook_endpoints/${seg(id)}`, options, goneAfterRetry: () => ({ id, deleted: true as const }) });
   }
 
   /** Lists an endpoint's deliveries newest first (`GET /v1/webhook_endpoints/{id}/deliveries`), `status` filters. */

@@ -41,12 +41,17 @@ export interface RequestOptions {
   idempotencyKey?: string | undefined;
 }
 
-interface RequestSpec {
+interface RequestSpec<T = unknown> {
   method: "GET" | "POST" | "PUT" | "DELETE";
   path: string;
   query?: Record<string, string | number | boolean | undefined | null> | undefined;
   body?: unknown;
   options?: RequestOptions | undefined;
+  /**
+   * A DELETE's answer when a retry finds the object gone (404) after an attempt whose answer was
+   * lost (the network, a time-out, a 5xx): that attempt most likely deleted it.
+   */
+  goneAfterRetry?: () => T;
 }
 
 const env = (name: string): string | undefined =>
@@ -133,7 +138,7 @@ export class HttpClient {
   }
 
   /** Sends one logical request (with its retries) and returns the parsed JSON body. */
-  async request<T>(spec: RequestSpec): Promise<T> {
+  async request<T>(spec: RequestSpec<T>): Promise<T> {
     const o = spec.options ?? {};
     const signal = o.signal;
     const timeoutMs = o.timeoutMs ?? this.timeoutMs;
@@ -154,6 +159,8 @@ export class HttpClient {
     }
     if (spec.method === "POST") headers["idempotency-key"] = o.idempotencyKey ?? newIdempotencyKey();
 
+    /** Whether an earlier attempt may have done the work without our hearing back. */
+    let unheard = false;
     for (let attempt = 0; ; attempt++) {
       if (signal?.aborted) throw abortError(signal);
       const canRetry = attempt < maxRetries;
@@ -170,14 +177,17 @@ export class HttpClient {
       } catch (err) {
         // Unreachable or too slow: retried (TimeoutError is an APIConnectionError); an abort is not.
         if (!canRetry || !(err instanceof APIConnectionError)) throw err;
+        unheard = true;
         await sleepUntil(Date.now() + backoffMs(attempt), signal);
         continue;
       }
       if (res.ok) return body as T;
+      if (res.status === 404 && unheard && spec.goneAfterRetry) return spec.goneAfterRetry();
 
       const waitMs = res.status === 429 ? serverWaitMs(res.headers) : undefined;
       const error = errorFromResponse(res.status, body, res.headers, { retryAfterMs: waitMs });
       if (!canRetry || !isRetryableStatus(res.status, error.code)) throw error;
+      if (res.status >= 500) unheard = true;
       let delay = backoffMs(attempt);
       if (res.status === 429 && waitMs !== undefined) {
         if (waitMs > this.maxRetryWaitMs) throw error;

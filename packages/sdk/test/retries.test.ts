@@ -1,5 +1,5 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
-import { Cardctl, DecisionTimeoutError, RateLimitError, TimeoutError } from "../src/index.js";
+import { Cardctl, DecisionTimeoutError, NotFoundError, RateLimitError, TimeoutError, type Fetch } from "../src/index.js";
 import { clientFor, recordingFetch, startServer, tcpProxy, type TestServer } from "./helpers.js";
 
 describe("retries against the real server", () => {
@@ -80,6 +80,30 @@ describe("retries against the real server", () => {
     expect(statuses.at(-1)).toBe(201);
     expect(new Set(log.map((x) => x.idempotencyKey)).size).toBe(1);
     expect((await c.cards.list()).data).toHaveLength(1);
+  });
+});
+
+describe("a DELETE whose answer was lost", () => {
+  let s: TestServer;
+  beforeAll(async () => {
+    s = await startServer();
+  });
+  afterAll(() => s?.close());
+
+  it("resolves as deleted when its retry finds the endpoint gone; an unknown id is still NotFoundError", async () => {
+    const apiKey = await (await s.newAccount()).key();
+    const made = await clientFor(s, { apiKey }).webhookEndpoints.create({ url: "https://93.184.215.14/hook", events: ["*"] });
+    let deletes = 0;
+    // The first DELETE reaches the server and deletes; its answer is lost on the way back.
+    const losing: Fetch = async (input, init) => {
+      const res = await fetch(input, init);
+      if (init?.method === "DELETE" && deletes++ === 0) throw new TypeError("fetch failed");
+      return res;
+    };
+    const c = clientFor(s, { apiKey, fetch: losing });
+    expect(await c.webhookEndpoints.del(made.id)).toEqual({ id: made.id, deleted: true });
+    expect(deletes).toBe(2);
+    await expect(clientFor(s, { apiKey }).webhookEndpoints.del(made.id)).rejects.toBeInstanceOf(NotFoundError);
   });
 });
 
