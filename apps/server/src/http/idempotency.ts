@@ -21,13 +21,14 @@ const canonical = (value: unknown): string =>
           .join(",")}}`
       : JSON.stringify(value ?? null);
 
+/** The URL's path, without its query. */
+const pathOf = (url: string) => url.split("?")[0]!;
 /** POSTs that only read (POST /v1/policies/check): the key is ignored, each call answers afresh and nothing is stored. */
 const READ_ONLY = new Set<string>([...READ_ONLY_POSTS.rest, ...READ_ONLY_POSTS.trpc.map((p) => `/trpc/${p}`)]);
-const isReadOnly = (url: string) => READ_ONLY.has(url.split("?")[0]!);
 /** POSTs whose answer holds a key's secret, never stored: a key on them is refused. */
 const SECRET_ANSWER = new Set<string>(SECRET_ANSWER_POSTS.trpc.map((p) => `/trpc/${p}`));
 
-const requestHash = (req: FastifyRequest) => sha256(`${req.method} ${req.url.split("?")[0]}\n${canonical(req.body)}`);
+const requestHash = (req: FastifyRequest) => sha256(`${req.method} ${pathOf(req.url)}\n${canonical(req.body)}`);
 
 /**
  * What happens to a claimed key after its answer. Bad input (400) ran nothing: the key is
@@ -48,7 +49,7 @@ export function registerIdempotency(app: FastifyInstance, services: Services) {
   /** Claims the key, or answers: a replay, or a key of the wrong length. True when it answered. */
   const claim = async (req: FastifyRequest, reply: FastifyReply, principal: Principal, header: string | string[]): Promise<boolean> => {
     const key = Array.isArray(header) ? header[0]! : header;
-    if (SECRET_ANSWER.has(req.url.split("?")[0]!)) {
+    if (SECRET_ANSWER.has(pathOf(req.url))) {
       const message = "is not accepted here: the answer holds the new key's secret, which is never stored (only its sha256 is)";
       sendError(req, reply, new AppError(400, "validation_error", `Idempotency-Key ${message}.`, { issues: [{ path: "Idempotency-Key", message }] }));
       return true;
@@ -74,7 +75,7 @@ export function registerIdempotency(app: FastifyInstance, services: Services) {
   // Callback hooks, not async ones: most requests pass straight through, without a promise each.
   app.addHook("preHandler", (req, reply, done) => {
     const header = req.headers["idempotency-key"];
-    if (req.method !== "POST" || header === undefined || !req.principal || !isApiPath(req.url) || isReadOnly(req.url)) return done();
+    if (req.method !== "POST" || header === undefined || !req.principal || !isApiPath(req.url) || READ_ONLY.has(pathOf(req.url))) return done();
     claim(req, reply, req.principal, header).then((answered) => answered || done(), done);
   });
 

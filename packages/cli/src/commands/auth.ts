@@ -21,11 +21,12 @@ export function registerAuth(program: Command): void {
       if (!key) throw new UsageError("No API key given.");
       if (keyMode(key) === "unknown") throw new UsageError("An API key starts with sk_test_ or sk_live_.");
       const baseUrl = opts.baseUrl ?? process.env.CARDCTL_BASE_URL ?? config.profiles[name]?.base_url ?? resolved.baseUrl ?? DEFAULT_BASE_URL;
-      const client = new Cardctl({ apiKey: key, baseUrl: baseUrl.replace(/\/+$/, "") });
+      const stored = baseUrl.replace(/\/+$/, "");
+      const client = new Cardctl({ apiKey: key, baseUrl: stored });
       const [current, balance] = await out.spin(`Checking the key against ${baseUrl}`, () => Promise.all([client.apiKeys.current(), client.balance.retrieve()]));
       if (o.account && o.account !== current.account_id)
         throw new UsageError(`This key belongs to account ${current.account_id}, not ${o.account}; nothing was saved.`);
-      config.profiles[name] = { ...config.profiles[name], api_key: key, base_url: baseUrl.replace(/\/+$/, ""), account_id: current.account_id };
+      config.profiles[name] = { ...config.profiles[name], api_key: key, base_url: stored, account_id: current.account_id };
       config.current_profile ??= name;
       const path = writeConfig(config);
       if (out.json) return out.printJson({ profile: name, mode: keyMode(key), account: current.account_id, role: current.role, base_url: baseUrl, config_path: path, balance });
