@@ -51,6 +51,25 @@ describe(`money lifecycle scenarios (${dbKind}, ${processor})`, () => {
   afterAll(() => s.close());
   const { post, card, authorize, capture, refund, read, collected, expectInvariant } = scenarioKit(() => ({ s, key }));
 
+  /** A card of `amount` in a new account (whose balance is the card's alone), authorized whole. */
+  async function authorizedInNewAccount(amount: number) {
+    const acct = await s.newAccount();
+    const k = await acct.key();
+    const c = (await s.request("POST", "/v1/cards", { key: k, body: { amount_cents: amount } })).body;
+    const auth = (await s.request("POST", `/v1/test_helpers/cards/${c.id}/authorizations`, { key: k, body: { amount_cents: amount } })).body;
+    return { acct, k, c, auth };
+  }
+
+  /** `fn`, while the processor fails `step` as `fault`. */
+  async function whileFailing<T>(step: "capture" | "charge", fault: "fail" | "decline", fn: () => Promise<T>): Promise<T> {
+    s.processor.fail(step, fault);
+    try {
+      return await fn();
+    } finally {
+      s.processor.clear();
+    }
+  }
+
   it("a verification (0) is approved and uses nothing; the purchase after it is approved and settles", async () => {
     const c = await card(1000);
     const check = await authorize(c.id, 0, { name: "Verify Inc", category: "computer_software_stores", country: "US" });
@@ -119,6 +138,95 @@ describe(`money lifecycle scenarios (${dbKind}, ${processor})`, () => {
     await expectInvariant(c.id, 0);
   });
 
+  it("parallel refunds and captures of one card each draw on what the others left: never a payment refunded twice", async () => {
+    const c = await card(500);
+    const auth = await authorize(c.id, 500);
+    const first = await capture(auth.id, 1400); // 500 from the hold, 900 charged
+    // 1,200 back: more than the hold's capture alone, so refunds planned from one reading would overdraw it.
+    const more = await Promise.all([capture(auth.id, 300), ...Array.from({ length: 6 }, () => refund(first.id, 200))]);
+    expect(more.map((t) => t.type)).toEqual(["capture", ...Array(6).fill("refund")]);
+    const payments = await s.query("SELECT kind, status, refund_of, amount_cents FROM payments WHERE card_id = ? ORDER BY seq", [c.id]);
+    expect(payments.every((p) => p.status === "succeeded"), JSON.stringify(payments)).toBe(true);
+    for (const source of await s.query("SELECT id, amount_cents FROM payments WHERE card_id = ? AND kind <> 'refund'", [c.id])) {
+      const drawn = payments.filter((p) => p.refund_of === source.id).reduce((n, p) => n + Number(p.amount_cents), 0);
+      expect(drawn).toBeLessThanOrEqual(Number(source.amount_cents));
+    }
+    await expectInvariant(c.id, 1400 + 300 - 1200);
+  });
+
+  it("a refund waives an uncollected charge before it gives back collected money", async () => {
+    const { k, c, auth } = await authorizedInNewAccount(400);
+    const txn = await whileFailing("charge", "decline", async () => (await s.request("POST", `/v1/test_helpers/authorizations/${auth.id}/capture`, { key: k, body: { amount_cents: 650 } })).body);
+    const uncollected = async () => (await s.request("GET", "/v1/balance", { key: k })).body.uncollected_cents;
+    expect(await uncollected()).toBe(250);
+    // 100 back: the customer was never charged it; nothing moves, 150 stays owed.
+    expect((await s.request("POST", `/v1/test_helpers/transactions/${txn.id}/refund`, { key: k, body: { amount_cents: 100 } })).status).toBe(201);
+    expect(await uncollected()).toBe(150);
+    expect(await collected(c.id)).toBe(400);
+    // 300 more: the other 150 owed is waived, and 150 of the 400 collected goes back.
+    expect((await s.request("POST", `/v1/test_helpers/transactions/${txn.id}/refund`, { key: k, body: { amount_cents: 300 } })).status).toBe(201);
+    expect(await uncollected()).toBe(0);
+    expect(await collected(c.id)).toBe(250);
+    const payments = await s.query("SELECT kind, amount_cents, status FROM payments WHERE card_id = ? ORDER BY seq", [c.id]);
+    expect(payments.map((p) => [p.kind, Number(p.amount_cents), p.status])).toEqual([
+      ["hold_capture", 400, "succeeded"],
+      ["charge", 250, "uncollected"],
+      ["refund", 100, "waived"],
+      ["refund", 150, "waived"],
+      ["refund", 150, "succeeded"],
+    ]);
+    expect((await s.request("GET", `/v1/cards/${c.id}`, { key: k })).body.spent_cents).toBe(250);
+  });
+
+  it("a refund drawn on a charge still being retried waits for it, and waives it if it ends uncollected", async () => {
+    const { k, c, auth } = await authorizedInNewAccount(300);
+    await whileFailing("charge", "fail", async () => {
+      const txn = (await s.request("POST", `/v1/test_helpers/authorizations/${auth.id}/capture`, { key: k, body: { amount_cents: 500 } })).body;
+      await s.request("POST", `/v1/test_helpers/transactions/${txn.id}/refund`, { key: k, body: { amount_cents: 400 } });
+    });
+    const payments = async () => (await s.query("SELECT kind, amount_cents, status FROM payments WHERE card_id = ? ORDER BY seq", [c.id])).map((p) => [p.kind, Number(p.amount_cents), p.status]);
+    expect(await payments()).toEqual([
+      ["hold_capture", 300, "succeeded"],
+      ["charge", 200, "pending"],
+      ["refund", 300, "succeeded"],
+      ["refund", 100, "pending"],
+    ]);
+    await whileFailing("charge", "decline", async () => {
+      for (let i = 0; i < 2; i++) {
+        await s.query("UPDATE payments SET next_attempt_at = 0 WHERE card_id = ? AND status = 'pending'", [c.id]);
+        await s.app.services.maintenance.run();
+      }
+    });
+    expect(await payments()).toEqual([
+      ["hold_capture", 300, "succeeded"],
+      ["charge", 200, "uncollected"],
+      ["refund", 300, "succeeded"],
+      ["refund", 100, "waived"],
+    ]);
+    // Settled 500, refunded 400: 100 owed, none of it collected.
+    expect((await s.request("GET", "/v1/balance", { key: k })).body.uncollected_cents).toBe(100);
+    expect(await collected(c.id)).toBe(0);
+  });
+
+  it("test helpers refuse what no network would do: capturing a reversal or a verification, refunding more than the capture", async () => {
+    const c = await card(1000);
+    const check = await authorize(c.id, 0);
+    expectError(await post(`/v1/test_helpers/authorizations/${check.id}/capture`, { amount_cents: 500 }), 409, "authorization_not_capturable");
+    const auth = await authorize(c.id, 600);
+    await post(`/v1/test_helpers/authorizations/${auth.id}/reverse`);
+    expectError(await post(`/v1/test_helpers/authorizations/${auth.id}/capture`), 409, "authorization_not_capturable");
+    expect(await read(c.id)).toMatchObject({ status: "OPEN", spent_cents: 0 });
+    const again = await authorize(c.id, 600);
+    const txn = await capture(again.id, 500);
+    const over = await post(`/v1/test_helpers/transactions/${txn.id}/refund`, { amount_cents: 501 });
+    expectError(over, 409, "refund_exceeds_capture");
+    expect(over.body.error.details).toEqual({ refundable_cents: 500 });
+    await refund(txn.id, 400);
+    expectError(await post(`/v1/test_helpers/transactions/${txn.id}/refund`, { amount_cents: 101 }), 409, "refund_exceeds_capture");
+    await refund(txn.id, 100);
+    await expectInvariant(c.id, 0);
+  });
+
   for (const outcome of ["reverse", "expire"] as const)
     it(`an authorization that ${outcome}s unsettled gives the card back, OPEN with its full remaining`, async () => {
       const c = await card(900);
@@ -182,16 +290,8 @@ describe(`money lifecycle scenarios (${dbKind}, ${processor})`, () => {
   });
 
   it("a charge the payment method declines is uncollected, shown on the balance", async () => {
-    const acct = await s.newAccount();
-    const k = await acct.key();
-    const c = (await s.request("POST", "/v1/cards", { key: k, body: { amount_cents: 400 } })).body;
-    const auth = (await s.request("POST", `/v1/test_helpers/cards/${c.id}/authorizations`, { key: k, body: { amount_cents: 400 } })).body;
-    s.processor.fail("charge", "decline");
-    try {
-      await s.request("POST", `/v1/test_helpers/authorizations/${auth.id}/capture`, { key: k, body: { amount_cents: 650 } });
-    } finally {
-      s.processor.clear();
-    }
+    const { acct, k, c, auth } = await authorizedInNewAccount(400);
+    await whileFailing("charge", "decline", () => s.request("POST", `/v1/test_helpers/authorizations/${auth.id}/capture`, { key: k, body: { amount_cents: 650 } }));
     const payments = await s.query("SELECT kind, amount_cents, status FROM payments WHERE card_id = ? ORDER BY seq", [c.id]);
     expect(payments.map((p) => [p.kind, Number(p.amount_cents), p.status])).toEqual([
       ["hold_capture", 400, "succeeded"],
@@ -205,19 +305,13 @@ describe(`money lifecycle scenarios (${dbKind}, ${processor})`, () => {
   });
 
   it("a payment that keeps failing needs attention, listed for the operator", async () => {
-    const acct = await s.newAccount();
-    const k = await acct.key();
-    const c = (await s.request("POST", "/v1/cards", { key: k, body: { amount_cents: 400 } })).body;
-    const auth = (await s.request("POST", `/v1/test_helpers/cards/${c.id}/authorizations`, { key: k, body: { amount_cents: 400 } })).body;
-    s.processor.fail("capture", "fail");
-    try {
+    const { acct, k, c, auth } = await authorizedInNewAccount(400);
+    await whileFailing("capture", "fail", async () => {
       await s.request("POST", `/v1/test_helpers/authorizations/${auth.id}/capture`, { key: k });
       // The last allowed attempt fails too.
       await s.query("UPDATE payments SET attempts = 8, next_attempt_at = 0 WHERE card_id = ?", [c.id]);
       await s.app.services.maintenance.run();
-    } finally {
-      s.processor.clear();
-    }
+    });
     const [p] = (await s.admin("GET", `/payments?account_id=${acct.id}`)).body.data;
     expect(p).toMatchObject({ card_id: c.id, kind: "hold_capture", status: "attention", attempts: 9 });
     expect(p.last_error).toBeTruthy();

@@ -273,6 +273,33 @@ describe(`stripe webhooks (${dbKind})`, () => {
       expect(fake.refunded(pi.id)).toBe(300);
     });
 
+    it("a refund delivered before the capture it refunds: the capture nets it, the customer pays only the difference", async () => {
+      const { key, card, issued, pi } = await openCard(1000);
+      const auth = authorizationFor(issued, 800, { pending: true });
+      await deliver("issuing_authorization.request", auth);
+      const refund = { ...captureTransactionFor(issued, 0), id: "ipi_refund_early", type: "refund", amount: 300 };
+      expect((await deliver("issuing_transaction.created", refund)).body.outcome).toBe("applied");
+      expect(await cardOf(key, card.id)).toMatchObject({ spent_cents: -300 });
+      expect((await deliver("issuing_transaction.created", { ...captureTransactionFor(issued, 800), authorization: auth.id })).body.outcome).toBe("applied");
+      expect(await cardOf(key, card.id)).toMatchObject({ spent_cents: 500 });
+      expect(pi).toMatchObject({ status: "succeeded", amount_received: 500 });
+      expect(fake.refunded(pi.id)).toBe(0);
+      const charges = [...fake.paymentIntents.values()].filter((p) => p.metadata?.card_id === card.id && p.metadata?.purpose === "charge");
+      expect(charges).toEqual([]);
+    });
+
+    it("a refund of the whole capture delivered before it: nothing is captured, the hold is released", async () => {
+      const { key, card, issued, pi } = await openCard(1000);
+      const auth = authorizationFor(issued, 600, { pending: true });
+      await deliver("issuing_authorization.request", auth);
+      await deliver("issuing_transaction.created", { ...captureTransactionFor(issued, 0), id: "ipi_refund_whole", type: "refund", amount: 600 });
+      expect((await deliver("issuing_transaction.created", { ...captureTransactionFor(issued, 600), authorization: auth.id })).body.outcome).toBe("applied");
+      expect(await cardOf(key, card.id)).toMatchObject({ status: "USED", spent_cents: 0 });
+      expect(pi).toMatchObject({ status: "canceled", amount_received: 0 });
+      expect(issued.status).toBe("canceled");
+      expect((await s.request("GET", "/v1/balance", { key })).body.held_cents).toBe(0);
+    });
+
     it("a capture failure at settlement: the transaction stands and the retry queue captures", async () => {
       const { key, card, issued, pi } = await openCard(2000);
       const auth = authorizationFor(issued, 700, { pending: true });

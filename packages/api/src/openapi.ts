@@ -173,7 +173,10 @@ const OPERATION_ERRORS: Record<string, Record<string, ErrorCase[]>> = {
     ],
   },
   "post /v1/test_helpers/authorizations/{id}/capture": {
-    "409": [E("authorization_not_approved", "A declined authorization cannot be captured.")],
+    "409": [
+      E("authorization_not_approved", "A declined authorization cannot be captured."),
+      E("authorization_not_capturable", "Authorization auth_5RgN0pLs7VdK2qWm9TcB4xYe was reversed; it cannot be captured.", { status: "reversed" }),
+    ],
   },
   "post /v1/test_helpers/authorizations/{id}/reverse": {
     "409": [E("authorization_not_pending", "Authorization auth_5RgN0pLs7VdK2qWm9TcB4xYe is closed, not pending.", { status: "closed" })],
@@ -182,7 +185,10 @@ const OPERATION_ERRORS: Record<string, Record<string, ErrorCase[]>> = {
     "409": [E("authorization_not_pending", "Authorization auth_5RgN0pLs7VdK2qWm9TcB4xYe is reversed, not pending.", { status: "reversed" })],
   },
   "post /v1/test_helpers/transactions/{id}/refund": {
-    "409": [E("not_a_capture", "Only a capture can be refunded.")],
+    "409": [
+      E("not_a_capture", "Only a capture can be refunded."),
+      E("refund_exceeds_capture", "Only 300 of this capture can still be refunded.", { refundable_cents: 300 }),
+    ],
   },
   "post /v1/approvals/{id}/reject": {
     "409": [

@@ -82,6 +82,7 @@ describe("views: internal state never leaks", () => {
     amount_cents: 500,
     remaining_cents: 500,
     spent_cents: 0,
+    ledger_version: 0,
     agent_id: "a",
     purpose: null,
     last_four: "4242",

@@ -2486,7 +2486,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
-            /** @description authorization_not_approved, idempotency_key_in_use */
+            /** @description authorization_not_approved, authorization_not_capturable, idempotency_key_in_use */
             409: {
                 headers: {
                     "Request-Id": components["headers"]["Request-Id"];
@@ -2724,7 +2724,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
-            /** @description not_a_capture, idempotency_key_in_use */
+            /** @description not_a_capture, refund_exceeds_capture, idempotency_key_in_use */
             409: {
                 headers: {
                     "Request-Id": components["headers"]["Request-Id"];

@@ -49,6 +49,8 @@ export interface Card {
   amount_cents: number;
   remaining_cents: number;
   spent_cents: number;
+  /** Bumped with spent_cents by every settlement and refund: their optimistic lock on the card's money. */
+  ledger_version: number;
   agent_id: string | null;
   purpose: string | null;
   last_four: string | null;
@@ -163,6 +165,7 @@ export const CardEntity = new EntitySchema<Card>({
     amount_cents: int(),
     remaining_cents: int(),
     spent_cents: int(),
+    ledger_version: int(),
     agent_id: str(255, true),
     purpose: str(500, true),
     last_four: str(4, true),
@@ -250,7 +253,8 @@ export interface Transaction {
 }
 
 export type PaymentKind = "hold_capture" | "charge" | "refund";
-export type PaymentStatus = "pending" | "succeeded" | "uncollected" | "attention";
+/** `waived`: a refund drawn on an uncollected charge, which forgives that much of it instead of moving money. */
+export type PaymentStatus = "pending" | "succeeded" | "uncollected" | "attention" | "waived";
 
 /** Money moving from (or back to) the account's payment method because of a transaction. */
 export interface Payment {

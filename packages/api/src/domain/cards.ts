@@ -47,8 +47,8 @@ export const DUE_FOR_RECOVERY = "needs_attention = 0 AND (recovery_next_at IS NU
 const FOLLOW_UP_OUTSTANDING = `(${CARD_FOLLOW_UP})`;
 
 /**
- * Held amount and open cards from the account's counters in card_balances, uncollected money from
- * its index range (ix_payments_account). Summing the open cards cost as much as the account had of
+ * Held amount and open cards from the account's counters in card_balances, uncollected money (the
+ * declined charges, less what refunds waived of them) from its index range (ix_payments_account). Summing the open cards cost as much as the account had of
  * them; the counters cost the same at 100 cards or 100,000. They are spread over up to 16 slots
  * per account and mode so that concurrent card transitions of one account do not queue on one row
  * lock (MariaDB), and kept by triggers on `cards` (migration 1733900000000), so every writer (this
@@ -58,7 +58,8 @@ const FOLLOW_UP_OUTSTANDING = `(${CARD_FOLLOW_UP})`;
 const BALANCE_SQL = `SELECT
   (SELECT COALESCE(SUM(held_cents), 0) FROM card_balances WHERE account_id = ? AND mode = ?) AS held,
   (SELECT COALESCE(SUM(open_cards), 0) FROM card_balances WHERE account_id = ? AND mode = ?) AS open,
-  (SELECT COALESCE(SUM(amount_cents), 0) FROM payments WHERE account_id = ? AND mode = ? AND status = 'uncollected') AS uncollected`;
+  (SELECT COALESCE(SUM(CASE WHEN status = 'uncollected' THEN amount_cents ELSE -amount_cents END), 0) FROM payments
+    WHERE account_id = ? AND mode = ? AND status IN ('uncollected', 'waived')) AS uncollected`;
 
 /** Cards: creation under the policy, reads, closing, and purchases that make a card USED. */
 export class CardService {

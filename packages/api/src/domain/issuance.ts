@@ -71,6 +71,7 @@ export class CardIssuer {
       amount_cents: req.amountCents,
       remaining_cents: req.amountCents,
       spent_cents: 0,
+      ledger_version: 0,
       agent_id: req.agentId,
       purpose: req.purpose,
       last_four: null,

@@ -20,7 +20,7 @@ import { notFound } from "./errors.js";
 import { newId } from "./ids.js";
 import { pageOf, type Page, type PageQuery } from "./paging.js";
 import type { NewPayment, PaymentQueue } from "./payments.js";
-import { commitWithEvents, eventStatements, PROCESSOR, SYSTEM, type NewEvent } from "./events.js";
+import { commitWithEvents, PROCESSOR, SYSTEM, type NewEvent } from "./events.js";
 import { authorizationView, cardListView, holdView, transactionView } from "./views.js";
 
 export interface Merchant {
@@ -69,6 +69,32 @@ const transactionRow = (card: Card, type: Transaction["type"], req: SettleReques
   merchant_name: req.merchantName ?? null,
   created_at: Date.now(),
 });
+
+/** What a transaction does to the card's money, planned from a reading of the card. */
+interface LedgerPlan {
+  payments: NewPayment[];
+  steps: Statement[];
+  events: NewEvent[];
+}
+
+/**
+ * The refund payments that give `amount` back from a card's collections (hold capture, charges):
+ * first from charges never collected (those refunds waive them), then the others in order, each
+ * never below what refunds drew on it already.
+ */
+function refundDraws(payments: Payment[], amount: number): NewPayment[] {
+  const drawn = new Map<string, number>();
+  for (const p of payments) if (p.refund_of) drawn.set(p.refund_of, (drawn.get(p.refund_of) ?? 0) + p.amount_cents);
+  const sources = payments.filter((p) => p.kind !== "refund");
+  const draws: NewPayment[] = [];
+  let left = amount;
+  for (const source of [...sources.filter((p) => p.status === "uncollected"), ...sources.filter((p) => p.status !== "uncollected")]) {
+    const take = Math.min(left, source.amount_cents - (drawn.get(source.id) ?? 0));
+    if (take > 0) draws.push({ kind: "refund", amount_cents: take, refund_of: source.id });
+    left -= Math.max(take, 0);
+  }
+  return draws;
+}
 
 /**
  * The card money lifecycle (DESIGN 3.6), the same for every processor: authorizations decided in
@@ -228,8 +254,9 @@ export class CardLifecycle {
   // --- settlement and refunds ---
 
   /**
-   * A capture settled: the card's hold is captured for the settled amount (the rest released in
-   * the same step); what is beyond the hold, or any capture after the hold's, is charged to the
+   * A capture settled: the customer owes its amount more (less a refund recorded before it, which
+   * it nets). That is captured from the card's hold (the rest released in the same step) while the
+   * hold is open; what is beyond the hold, or any capture after the hold's, is charged to the
    * payment method off-session as its own payment. The transaction, its payments and the card's
    * spent_cents commit together; the payments are then carried out (and retried from the queue).
    */
@@ -237,94 +264,90 @@ export class CardLifecycle {
     const seen = await this.seenTransaction(req.processorTransactionId);
     if (seen) return seen;
     const txn = transactionRow(card, "capture", req);
-    const now = txn.created_at;
-    const common = (payments: NewPayment[]) => {
-      const intents = payments.map((p) => this.payments.intent(card, txn.id, p));
-      const steps: Statement[] = [
-        this.transactions.insertStatement(txn),
-        { sql: "UPDATE cards SET spent_cents = spent_cents + ? WHERE id = ?", params: [req.amountCents, card.id] },
-        ...intents.map((i) => i.statement),
-        ...eventStatements(this.deps.ds, [this.event(card, "transaction.created", transactionView({ ...txn, seq: 0 }))]),
+    const recorded = await this.recordTransaction(card, txn, (current) => {
+      const due = Math.max(current.spent_cents + req.amountCents, 0) - Math.max(current.spent_cents, 0);
+      // The hold captures once: whoever flips it OPEN → CAPTURED takes it (a loser reads again).
+      const fromHold = current.hold_status === "OPEN" ? Math.min(due, current.amount_cents) : 0;
+      const payments: NewPayment[] = [
+        ...(fromHold > 0 ? [{ kind: "hold_capture" as const, amount_cents: fromHold, refund_of: null }] : []),
+        ...(due > fromHold ? [{ kind: "charge" as const, amount_cents: due - fromHold, refund_of: null }] : []),
       ];
+      const steps: Statement[] = [];
+      const events: NewEvent[] = [];
+      if (fromHold > 0) {
+        steps.push(this.cards.updateStatement({ id: card.id, hold_status: "OPEN" }, { hold_status: "CAPTURED" }, 1));
+        events.push(this.event(card, "hold.captured", holdView(card, fromHold)));
+      }
       if (req.authorizationId)
-        steps.push(this.authorizations.updateStatement({ id: req.authorizationId, status: "pending" }, { status: "closed", updated_at: now }));
-      return { intents, steps };
-    };
-    // The hold captures once: whoever flips it OPEN → CAPTURED takes it; otherwise all is charged.
-    const fromHold = Math.min(req.amountCents, card.amount_cents);
-    const claimHold = this.cards.updateStatement({ id: card.id, hold_status: "OPEN" }, { hold_status: "CAPTURED" }, 1);
-    let plan: { intents: Payment[] } | null = null;
-    try {
-      if (card.hold_status === "OPEN") {
-        const withHold = common([
-          { kind: "hold_capture", amount_cents: fromHold, refund_of: null },
-          ...(req.amountCents > fromHold ? [{ kind: "charge" as const, amount_cents: req.amountCents - fromHold, refund_of: null }] : []),
-        ]);
-        if (await commitWithEvents(this.deps.ds, [claimHold, ...withHold.steps], [this.event(card, "hold.captured", holdView(card, fromHold))])) plan = withHold;
-      }
-      if (!plan) {
-        const beyond = common([{ kind: "charge", amount_cents: req.amountCents, refund_of: null }]);
-        await runAtomically(this.deps.ds, beyond.steps);
-        plan = beyond;
-      }
-    } catch (err) {
-      const again = isUniqueViolation(err) ? await this.seenTransaction(req.processorTransactionId) : null;
-      if (again) return again;
-      throw err;
-    }
-    await this.payments.run(plan.intents.map((p) => p.id));
+        steps.push(this.authorizations.updateStatement({ id: req.authorizationId, status: "pending" }, { status: "closed", updated_at: txn.created_at }));
+      return { payments, steps, events };
+    });
     await this.finishUse(card.id);
-    return { ...txn, seq: 0 };
+    return recorded;
   }
 
   /**
-   * A refund from the merchant: the customer gets it back through the payments that collected the
-   * card's money (the hold's capture first, then charges), never more than they collected.
+   * A refund from the merchant: the customer gets back what they were asked for of it, through the
+   * card's collections: first what was never collected (waived), then the hold's capture and the
+   * charges in order. A refund recorded before the capture it refunds is netted by that capture.
    */
   async refund(card: Card, req: Omit<SettleRequest, "authorizationId">): Promise<Transaction> {
     const seen = await this.seenTransaction(req.processorTransactionId);
     if (seen) return seen;
     const txn = transactionRow(card, "refund", req);
-    const all = await this.payments.ofCard(card.id);
-    const refunded = (p: Payment) => all.filter((r) => r.kind === "refund" && r.refund_of === p.id).reduce((n, r) => n + r.amount_cents, 0);
-    const refunds: NewPayment[] = [];
-    let left = req.amountCents;
-    for (const source of all.filter((p) => (p.kind === "hold_capture" || p.kind === "charge") && (p.status === "succeeded" || p.status === "pending"))) {
-      const take = Math.min(left, source.amount_cents - refunded(source));
-      if (take > 0) refunds.push({ kind: "refund", amount_cents: take, refund_of: source.id });
-      left -= Math.max(take, 0);
-      if (left === 0) break;
-    }
-    const intents = refunds.map((p) => this.payments.intent(card, txn.id, p));
+    return this.recordTransaction(card, txn, async (current) => {
+      const back = Math.max(current.spent_cents, 0) - Math.max(current.spent_cents - req.amountCents, 0);
+      return { payments: refundDraws(await this.payments.ofCard(card.id), back), steps: [], events: [] };
+    });
+  }
+
+  /**
+   * Records a transaction with the payments `plan` makes from a reading of the card and moves the
+   * card's spent_cents, only if nothing moved the card's money since that reading (its
+   * ledger_version): concurrent settlements and refunds of one card each see the others' (a loser
+   * reads the card again). Then carries out the payments. A transaction the processor reported
+   * before (its id is unique) is answered as recorded then.
+   */
+  private async recordTransaction(card: Card, txn: Omit<Transaction, "seq">, plan: (current: Card) => LedgerPlan | Promise<LedgerPlan>): Promise<Transaction> {
+    const delta = txn.type === "capture" ? txn.amount_cents : -txn.amount_cents;
     try {
-      await commitWithEvents(
-        this.deps.ds,
-        [
-          this.transactions.insertStatement(txn),
-          { sql: "UPDATE cards SET spent_cents = spent_cents - ? WHERE id = ?", params: [req.amountCents, card.id] },
-          ...intents.map((i) => i.statement),
-        ],
-        [this.event(card, "transaction.created", transactionView({ ...txn, seq: 0 }))],
-      );
+      for (let current = card; ; current = (await this.cards.findOneBy({ id: card.id }))!) {
+        const { payments, steps, events } = await plan(current);
+        const intents = payments.map((p) => this.payments.intent(current, txn.id, p));
+        const ledger: Statement = {
+          sql: "UPDATE cards SET spent_cents = spent_cents + ?, ledger_version = ledger_version + 1 WHERE id = ? AND ledger_version = ?",
+          params: [delta, card.id, current.ledger_version],
+          expect: 1,
+        };
+        const committed = await commitWithEvents(
+          this.deps.ds,
+          [ledger, ...steps, this.transactions.insertStatement(txn), ...intents.map((i) => i.statement)],
+          [this.event(card, "transaction.created", transactionView({ ...txn, seq: 0 })), ...events],
+        );
+        if (!committed) continue;
+        await this.payments.run(intents.map((p) => p.id));
+        return { ...txn, seq: 0 };
+      }
     } catch (err) {
-      const again = isUniqueViolation(err) ? await this.seenTransaction(req.processorTransactionId) : null;
+      const again = isUniqueViolation(err) ? await this.seenTransaction(txn.processor_transaction_id ?? undefined) : null;
       if (again) return again;
       throw err;
     }
-    await this.payments.run(intents.map((p) => p.id));
-    return { ...txn, seq: 0 };
   }
 
   private async seenTransaction(processorTransactionId: string | undefined): Promise<Transaction | null> {
     return processorTransactionId ? this.transactions.findOneBy({ processor_transaction_id: processorTransactionId }) : null;
   }
 
-  /** A USED card whose authorizations are all settled or gone is deactivated at the processor. */
+  /**
+   * A USED card whose authorizations are all settled or gone is deactivated at the processor; a
+   * hold its settlement left open (the capture was netted whole by an earlier refund) is released.
+   */
   private async finishUse(cardId: string): Promise<void> {
     const card = (await this.cards.findOneBy({ id: cardId }))!;
-    if (card.status !== "USED" || card.revoked_at !== null) return;
+    if (card.status !== "USED" || (card.revoked_at !== null && card.hold_status !== "OPEN")) return;
     if (await this.authorizations.findOneBy({ card_id: cardId, status: "pending" })) return;
-    await this.cardService.deactivate(card).catch(() => undefined); // the maintenance pass retries
+    await this.cardService.finishClose(card).catch(() => undefined); // the maintenance pass retries the deactivation
   }
 
   // --- holds and expiry ---

@@ -101,11 +101,11 @@ export class PaymentQueue {
     const payment = (await this.repo.findOneBy({ id }))!;
     const card = (await this.cards.findOneBy({ id: payment.card_id }))!;
     try {
-      const processorPaymentId = await this.carryOut(payment, card);
-      if (processorPaymentId === null) return this.later(payment, "waiting for the payment it refunds");
+      const done = await this.carryOut(payment, card);
+      if (done === null) return this.later(payment, "waiting for the payment it refunds");
       await this.repo.update(
         { id, status: "pending" },
-        { status: "succeeded", processor_payment_id: processorPaymentId, lease_until: null, next_attempt_at: null, last_error: null, updated_at: Date.now() },
+        { ...done, lease_until: null, next_attempt_at: null, last_error: null, updated_at: Date.now() },
       );
       return true;
     } catch (err) {
@@ -122,8 +122,12 @@ export class PaymentQueue {
     }
   }
 
-  /** The processor call of a payment; null when it must wait (a refund of a payment not yet made). */
-  private async carryOut(payment: Payment, card: Card): Promise<string | null> {
+  /**
+   * The processor call of a payment, and what it leaves; null when it must wait (a refund of a
+   * payment not yet made). A refund of a charge that was never collected moves no money: it waives
+   * that much of what the account owes.
+   */
+  private async carryOut(payment: Payment, card: Card): Promise<Pick<Payment, "status" | "processor_payment_id"> | null> {
     const processor = this.deps.processors(card.mode);
     const pa = processorAccount(await this.accounts.get(card.account_id), card.mode);
     const timeout = this.deps.config.processorTimeoutMs;
@@ -132,18 +136,19 @@ export class PaymentQueue {
     switch (payment.kind) {
       case "hold_capture":
         await callProcessor("capture", timeout, () => processor.captureHold(pa, card.hold_id!, payment.amount_cents, key));
-        return card.hold_id!;
+        return { status: "succeeded", processor_payment_id: card.hold_id! };
       case "charge": {
         const { paymentId } = await callProcessor("charge", timeout, () =>
           processor.chargeOffSession(pa, payment.amount_cents, { ...cardRefs(card), paymentId: payment.id }, key),
         );
-        return paymentId;
+        return { status: "succeeded", processor_payment_id: paymentId };
       }
       case "refund": {
         const source = await this.repo.findOneBy({ id: payment.refund_of! });
+        if (source?.status === "uncollected") return { status: "waived", processor_payment_id: null };
         if (source?.status !== "succeeded") return null;
         await callProcessor("refund", timeout, () => processor.refund(pa, source.processor_payment_id!, payment.amount_cents, key));
-        return source.processor_payment_id!;
+        return { status: "succeeded", processor_payment_id: source.processor_payment_id! };
       }
     }
   }

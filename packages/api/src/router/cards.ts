@@ -120,6 +120,9 @@ export const testHelpersRouter = router({
       testMode(ctx.principal.mode);
       const auth = await ctx.services.lifecycle.findAuthorization(ctx.principal, input.id);
       if (!auth.approved) throw new AppError(409, "authorization_not_approved", "A declined authorization cannot be captured.");
+      // An expired one may still settle (a late capture, charged off-session once the hold is gone); a reversed one was withdrawn.
+      if (auth.status === "reversed") throw new AppError(409, "authorization_not_capturable", `Authorization ${auth.id} was reversed; it cannot be captured.`, { status: auth.status });
+      if (auth.amount_cents === 0) throw new AppError(409, "authorization_not_capturable", "A card verification (an authorization of 0) cannot be captured.", { status: auth.status });
       const card = await ctx.services.cards.find(ctx.principal, auth.card_id);
       ctx.response.status = 201;
       return transactionView(await ctx.services.lifecycle.settle(card, { amountCents: input.amount_cents ?? auth.amount_cents, authorizationId: auth.id, merchantName: auth.merchant_name }));
@@ -137,8 +140,13 @@ export const testHelpersRouter = router({
       const txn = await ctx.services.lifecycle.findTransaction(ctx.principal, input.id);
       if (txn.type !== "capture") throw new AppError(409, "not_a_capture", "Only a capture can be refunded.");
       const card = await ctx.services.cards.find(ctx.principal, txn.card_id);
+      const amount = input.amount_cents ?? txn.amount_cents;
+      // As a merchant's refund: never more than the capture, nor than what the card's settlements left unrefunded.
+      const refundable = Math.min(txn.amount_cents, card.spent_cents);
+      if (amount > refundable)
+        throw new AppError(409, "refund_exceeds_capture", `Only ${Math.max(refundable, 0)} of this capture can still be refunded.`, { refundable_cents: Math.max(refundable, 0) });
       ctx.response.status = 201;
-      return transactionView(await ctx.services.lifecycle.refund(card, { amountCents: input.amount_cents ?? txn.amount_cents, merchantName: txn.merchant_name }));
+      return transactionView(await ctx.services.lifecycle.refund(card, { amountCents: amount, merchantName: txn.merchant_name }));
     }),
 
   expireHold: apiProcedure
