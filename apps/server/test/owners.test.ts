@@ -199,6 +199,40 @@ describe(`owner sign-in limits and cookies (${dbKind})`, () => {
     }
   });
 
+  it("an email no owner has is blocked after 5 failures just as an owner's is: the answers tell nobody which emails exist", async () => {
+    const s = await startServer(); // a fresh per-IP budget: 14 sign-ins here
+    try {
+      const account = await s.newAccount({ name: "Hank's" });
+      const token = (await s.admin("POST", `/accounts/${account.id}/owners`, { email: "hank@example.com" })).body.invite_url.split("#")[1];
+      expect((await s.request("POST", "/auth/invites/accept", { key: null, headers: { origin: ORIGIN }, body: { token, password: PASSWORD } })).status).toBe(200);
+      const signIn = (email: string, password: string) => s.request("POST", "/auth/sign-in", { key: null, headers: { origin: ORIGIN }, body: { email, password } });
+      const answers = async (email: string) => {
+        const seen = [];
+        for (let i = 0; i < 6; i++) {
+          const res = await signIn(email, `wrong ${i}`);
+          seen.push([res.status, res.body.error.code]);
+        }
+        return seen;
+      };
+      const known = await answers("hank@example.com");
+      expect(known).toEqual([...Array(5).fill([401, "invalid_credentials"]), [429, "rate_limited"]]);
+      expect(await answers("nobody-here@example.com")).toEqual(known);
+      // Emails are counted by their hash, not stored.
+      const rows = await s.query("SELECT email_hash FROM sign_in_failures");
+      expect(rows).toHaveLength(2);
+      for (const row of rows) expect(row.email_hash).toMatch(/^[0-9a-f]{64}$/);
+      // A block ends, and the count starts again; the owner signs in.
+      await s.query("UPDATE sign_in_failures SET blocked_until = ?, updated_at = ?", [Date.now() - 1, Date.now() - 16 * 60 * 1000]);
+      expectError(await signIn("hank@example.com", "wrong again"), 401, "invalid_credentials");
+      expect((await signIn("hank@example.com", PASSWORD)).status).toBe(200);
+      // The maintenance pass forgets failures older than a block.
+      await s.app.services.maintenance.run();
+      expect(await s.query("SELECT email_hash FROM sign_in_failures")).toEqual([]);
+    } finally {
+      await s.close();
+    }
+  });
+
   it("sets Secure on the cookie when PUBLIC_URL is https", async () => {
     const s = await startServer({ PUBLIC_URL: "https://cards.example.com" });
     try {

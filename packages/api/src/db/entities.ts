@@ -502,10 +502,16 @@ export interface Owner {
   email: string;
   /** scrypt (passwords.ts); null until the owner accepts an invite. */
   password_hash: string | null;
-  /** Failed sign-ins in a row, and until when sign-in is refused after too many. */
-  failed_sign_ins: number;
-  blocked_until: number | null;
   created_at: number;
+}
+
+/** Failed sign-ins in a row for an email (owner or not), and until when its sign-in is refused. */
+export interface SignInFailure {
+  /** SHA-256 of the lower-cased email: unknown emails are counted without being stored. */
+  email_hash: string;
+  failures: number;
+  blocked_until: number | null;
+  updated_at: number;
 }
 
 /** A one-time link that lets the invited email set a password (valid 24 h). */
@@ -540,9 +546,18 @@ export const OwnerEntity = new EntitySchema<Owner>({
     account_id: str(40),
     email: str(254),
     password_hash: str(200, true),
-    failed_sign_ins: int(),
-    blocked_until: ms(true),
     created_at: ms(),
+  },
+});
+
+export const SignInFailureEntity = new EntitySchema<SignInFailure>({
+  name: "SignInFailure",
+  tableName: "sign_in_failures",
+  columns: {
+    email_hash: { ...str(64), primary: true },
+    failures: int(),
+    blocked_until: ms(true),
+    updated_at: ms(),
   },
 });
 
@@ -575,4 +590,4 @@ export const OwnerSessionEntity = new EntitySchema<OwnerSession>({
   },
 });
 
-export const entities = [AccountEntity, ApiKeyEntity, PolicyEntity, CardEntity, ApprovalEntity, IdempotencyEntity, AuthorizationEntity, TransactionEntity, PaymentEntity, EventEntity, WebhookEndpointEntity, WebhookDeliveryEntity, OwnerEntity, OwnerInviteEntity, OwnerSessionEntity];
+export const entities = [AccountEntity, ApiKeyEntity, PolicyEntity, CardEntity, ApprovalEntity, IdempotencyEntity, AuthorizationEntity, TransactionEntity, PaymentEntity, EventEntity, WebhookEndpointEntity, WebhookDeliveryEntity, OwnerEntity, OwnerInviteEntity, OwnerSessionEntity, SignInFailureEntity];

@@ -5,13 +5,15 @@ import type { EventService } from "./events.js";
 import type { IdempotencyStore } from "./idempotency.js";
 import type { CardIssuer } from "./issuance.js";
 import type { CardLifecycle } from "./lifecycle.js";
+import type { OwnerService } from "./owners.js";
 import type { PaymentQueue } from "./payments.js";
 
 /**
  * The periodic pass: expires approvals, finishes or compensates cards whose request died, closes
  * cards past their expiry, carries out payments that are due (the retry queue), completes
- * processor work left half done, forgets idempotency keys older than 24 h and purges events older
- * than 30 days. Every step claims rows with conditional updates, so all instances may run it at once.
+ * processor work left half done, forgets idempotency keys older than 24 h and failed sign-ins
+ * older than a block, and purges events older than 30 days. Every step claims rows with
+ * conditional updates, so all instances may run it at once.
  */
 export class Maintenance {
   constructor(
@@ -23,6 +25,7 @@ export class Maintenance {
     private readonly lifecycle: CardLifecycle,
     private readonly payments: PaymentQueue,
     private readonly events: EventService,
+    private readonly owners: OwnerService,
   ) {}
 
   async run(): Promise<{ expired: number; recovered: number; cardsExpired: number; paid: number; settled: number; purged: number; eventsPurged: number }> {
@@ -33,6 +36,7 @@ export class Maintenance {
     const settled = await this.cards.settleLeftovers();
     const purged = await this.idempotency.purgeExpired();
     const eventsPurged = await this.events.purgeExpired();
+    await this.owners.purgeSignInFailures();
     return { expired, recovered, cardsExpired, paid, settled, purged, eventsPurged };
   }
 }

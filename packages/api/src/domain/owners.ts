@@ -1,6 +1,6 @@
-import type { EntityManager } from "typeorm";
+import { LessThan, type EntityManager } from "typeorm";
 import { isUniqueViolation } from "../db/datasource.js";
-import { AccountEntity, OwnerEntity, OwnerInviteEntity, OwnerSessionEntity, type Owner } from "../db/entities.js";
+import { AccountEntity, OwnerEntity, OwnerInviteEntity, OwnerSessionEntity, SignInFailureEntity, type Owner } from "../db/entities.js";
 import type { Deps } from "./deps.js";
 import { AppError, notFound } from "./errors.js";
 import { isoTime, newId, randomToken } from "./ids.js";
@@ -12,7 +12,7 @@ const INVITE_TTL_MS = 24 * 60 * 60 * 1000;
 export const SESSION_IDLE_MS = 12 * 60 * 60 * 1000;
 /** A session's expiry is pushed forward at most this often (one write per minute, not per request). */
 const TOUCH_EVERY_MS = 60 * 1000;
-/** Failed sign-ins in a row that block an email's sign-in, and for how long. */
+/** Failed sign-ins in a row that block an email's sign-in, and for how long (also how long a failure counts). */
 const MAX_FAILED_SIGN_INS = 5;
 const BLOCK_MS = 15 * 60 * 1000;
 
@@ -57,7 +57,7 @@ export class OwnerService {
     let owner = await owners.findOneBy({ email });
     if (!owner) {
       try {
-        await owners.insert({ id: newId("own"), account_id: accountId, email, password_hash: null, failed_sign_ins: 0, blocked_until: null, created_at: now });
+        await owners.insert({ id: newId("own"), account_id: accountId, email, password_hash: null, created_at: now });
       } catch (err) {
         if (!isUniqueViolation(err)) throw err; // invited twice at once: the other insert made it
       }
@@ -89,7 +89,8 @@ export class OwnerService {
         .execute();
       if (claimed.affected !== 1) throw invalidInvite();
       const owner = await m.getRepository(OwnerEntity).findOneByOrFail({ email: invite.email });
-      await m.getRepository(OwnerEntity).update({ id: owner.id }, { password_hash: hash, failed_sign_ins: 0, blocked_until: null });
+      await m.getRepository(OwnerEntity).update({ id: owner.id }, { password_hash: hash });
+      await m.getRepository(SignInFailureEntity).delete({ email_hash: sha256(owner.email) });
       // A new password (an invite again is the reset) ends every session the old one opened.
       await m.getRepository(OwnerSessionEntity).delete({ owner_id: owner.id });
       return this.startSession(m, owner, now);
@@ -97,30 +98,48 @@ export class OwnerService {
   }
 
   /**
-   * Email and password to a session. After 5 failures in a row the email is blocked for 15 minutes
-   * (429), whatever the password; unknown emails cost the same time as known ones.
+   * Email and password to a session. After 5 failures in a row within 15 minutes the email is
+   * blocked for 15 minutes (429), whatever the password. Unknown emails are counted and blocked the
+   * same way, and cost the same time, so neither tells which emails are owners'.
    */
   async signIn(rawEmail: string, password: string): Promise<NewSession> {
     const email = normalizeEmail(rawEmail);
-    const owners = this.ds.getRepository(OwnerEntity);
-    const owner = await owners.findOneBy({ email });
+    const emailHash = sha256(email);
+    const failures = this.ds.getRepository(SignInFailureEntity);
     const now = Date.now();
-    if (owner?.blocked_until && owner.blocked_until > now) {
-      const seconds = Math.ceil((owner.blocked_until - now) / 1000);
+    const record = await failures.findOneBy({ email_hash: emailHash });
+    if (record?.blocked_until && record.blocked_until > now) {
+      const seconds = Math.ceil((record.blocked_until - now) / 1000);
       throw new AppError(429, "rate_limited", `Too many failed sign-ins for this email; try again in ${Math.ceil(seconds / 60)} minutes.`, { retry_after_seconds: seconds });
     }
+    const owner = await this.ds.getRepository(OwnerEntity).findOneBy({ email });
     const ok = await verifyPassword(password, owner?.password_hash ?? null);
     if (!owner || !ok) {
-      if (owner)
-        await this.ds.query(
-          // blocked_until first: MySQL evaluates SET left to right with the new values so far.
-          "UPDATE owners SET blocked_until = CASE WHEN failed_sign_ins + 1 >= ? THEN ? ELSE blocked_until END, failed_sign_ins = failed_sign_ins + 1 WHERE id = ?",
-          [MAX_FAILED_SIGN_INS, now + BLOCK_MS, owner.id],
-        );
+      await this.countFailure(emailHash, now);
       throw invalidCredentials();
     }
-    if (owner.failed_sign_ins > 0) await owners.update({ id: owner.id }, { failed_sign_ins: 0, blocked_until: null });
+    if (record) await failures.delete({ email_hash: emailHash });
     return this.ds.transaction((m) => this.startSession(m, owner, now));
+  }
+
+  /**
+   * One more failed sign-in for an email: the count starts again when the last failure is older
+   * than the block, and the one that reaches the limit blocks the email. SET reads the old row on
+   * SQLite and left to right on MySQL, so each expression reads only columns set after it.
+   */
+  private async countFailure(emailHash: string, now: number): Promise<void> {
+    const update =
+      "blocked_until = CASE WHEN updated_at >= ? AND failures + 1 >= ? THEN ? ELSE NULL END, failures = CASE WHEN updated_at >= ? THEN failures + 1 ELSE 1 END, updated_at = ?";
+    const insert = "INSERT INTO sign_in_failures (email_hash, failures, blocked_until, updated_at) VALUES (?, 1, NULL, ?)";
+    const upsert = this.ds.options.type === "mysql" ? `${insert} ON DUPLICATE KEY UPDATE ${update}` : `${insert} ON CONFLICT(email_hash) DO UPDATE SET ${update}`;
+    const stale = now - BLOCK_MS;
+    await this.ds.query(upsert, [emailHash, now, stale, MAX_FAILED_SIGN_INS, now + BLOCK_MS, stale, now]);
+  }
+
+  /** Forgets failed sign-ins older than a block lasts (the maintenance pass). */
+  async purgeSignInFailures(): Promise<number> {
+    const res = await this.ds.getRepository(SignInFailureEntity).delete({ updated_at: LessThan(Date.now() - BLOCK_MS) });
+    return res.affected ?? 0;
   }
 
   private async startSession(m: EntityManager, owner: Owner, now: number): Promise<NewSession> {

@@ -28,7 +28,7 @@ export function createServices(deps: Deps) {
   const lifecycle = new CardLifecycle(deps, accounts, cards, payments);
   const idempotency = new IdempotencyStore(deps);
   const events = new EventService(deps);
-  const maintenance = new Maintenance(accounts, approvals, cards, issuer, idempotency, lifecycle, payments, events);
+  const maintenance = new Maintenance(accounts, approvals, cards, issuer, idempotency, lifecycle, payments, events, owners);
   const webhookEndpoints = new WebhookEndpointService(deps);
   const webhookDeliveries = new WebhookDeliveryQueue(deps);
   const spend = new SpendService(deps);
