@@ -155,7 +155,7 @@ describe(`money lifecycle scenarios (${dbKind}, ${processor})`, () => {
   });
 
   it("a refund waives an uncollected charge before it gives back collected money", async () => {
-    const { k, c, auth } = await authorizedInNewAccount(400);
+    const { acct, k, c, auth } = await authorizedInNewAccount(400);
     const txn = await whileFailing("charge", "decline", async () => (await s.request("POST", `/v1/test_helpers/authorizations/${auth.id}/capture`, { key: k, body: { amount_cents: 650 } })).body);
     const uncollected = async () => (await s.request("GET", "/v1/balance", { key: k })).body.uncollected_cents;
     expect(await uncollected()).toBe(250);
@@ -163,10 +163,13 @@ describe(`money lifecycle scenarios (${dbKind}, ${processor})`, () => {
     expect((await s.request("POST", `/v1/test_helpers/transactions/${txn.id}/refund`, { key: k, body: { amount_cents: 100 } })).status).toBe(201);
     expect(await uncollected()).toBe(150);
     expect(await collected(c.id)).toBe(400);
+    const listed = async () => (await s.admin("GET", `/payments?status=uncollected&account_id=${acct.id}`)).body.data;
+    expect(await listed()).toMatchObject([{ kind: "charge", amount_cents: 250, status: "uncollected", waived_cents: 100 }]);
     // 300 more: the other 150 owed is waived, and 150 of the 400 collected goes back.
     expect((await s.request("POST", `/v1/test_helpers/transactions/${txn.id}/refund`, { key: k, body: { amount_cents: 300 } })).status).toBe(201);
     expect(await uncollected()).toBe(0);
     expect(await collected(c.id)).toBe(250);
+    expect(await listed()).toMatchObject([{ amount_cents: 250, waived_cents: 250 }]);
     const payments = await s.query("SELECT kind, amount_cents, status FROM payments WHERE card_id = ? ORDER BY seq", [c.id]);
     expect(payments.map((p) => [p.kind, Number(p.amount_cents), p.status])).toEqual([
       ["hold_capture", 400, "succeeded"],
@@ -212,10 +215,14 @@ describe(`money lifecycle scenarios (${dbKind}, ${processor})`, () => {
     const c = await card(1000);
     const check = await authorize(c.id, 0);
     expectError(await post(`/v1/test_helpers/authorizations/${check.id}/capture`, { amount_cents: 500 }), 409, "authorization_not_capturable");
-    const auth = await authorize(c.id, 600);
-    await post(`/v1/test_helpers/authorizations/${auth.id}/reverse`);
-    expectError(await post(`/v1/test_helpers/authorizations/${auth.id}/capture`), 409, "authorization_not_capturable");
-    expect(await read(c.id)).toMatchObject({ status: "OPEN", spent_cents: 0 });
+    for (const outcome of ["reverse", "expire"]) {
+      const auth = await authorize(c.id, 600);
+      await post(`/v1/test_helpers/authorizations/${auth.id}/${outcome}`);
+      const refused = await post(`/v1/test_helpers/authorizations/${auth.id}/capture`);
+      expectError(refused, 409, "authorization_not_capturable");
+      expect(refused.body.error.details).toEqual({ status: `${outcome}d` });
+      expect(await read(c.id)).toMatchObject({ status: "OPEN", spent_cents: 0 });
+    }
     const again = await authorize(c.id, 600);
     const txn = await capture(again.id, 500);
     const over = await post(`/v1/test_helpers/transactions/${txn.id}/refund`, { amount_cents: 501 });
@@ -300,7 +307,7 @@ describe(`money lifecycle scenarios (${dbKind}, ${processor})`, () => {
     expect((await s.request("GET", "/v1/balance", { key: k })).body.uncollected_cents).toBe(250);
     // The operator sees it.
     const listed = (await s.admin("GET", `/payments?status=uncollected&account_id=${acct.id}`)).body.data;
-    expect(listed).toMatchObject([{ account_id: acct.id, card_id: c.id, kind: "charge", amount_cents: 250, status: "uncollected", attempts: 1 }]);
+    expect(listed).toMatchObject([{ account_id: acct.id, card_id: c.id, kind: "charge", amount_cents: 250, status: "uncollected", waived_cents: 0, attempts: 1 }]);
     expect(listed[0].last_error).toMatch(/declined/);
   });
 

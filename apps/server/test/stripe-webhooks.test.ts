@@ -298,6 +298,8 @@ describe(`stripe webhooks (${dbKind})`, () => {
       expect(pi).toMatchObject({ status: "canceled", amount_received: 0 });
       expect(issued.status).toBe("canceled");
       expect((await s.request("GET", "/v1/balance", { key })).body.held_cents).toBe(0);
+      const holdEvents = (await s.request("GET", "/v1/events?type=hold.released", { key })).body.data.filter((e: any) => e.data.object.card_id === card.id);
+      expect(holdEvents.map((e: any) => e.data.object)).toEqual([{ card_id: card.id, amount_cents: 1000, captured_cents: 0, released_cents: 1000, status: "released" }]);
     });
 
     it("a capture failure at settlement: the transaction stands and the retry queue captures", async () => {

@@ -496,6 +496,7 @@ export const operatorPayment = z.object({
   kind: z.enum(["hold_capture", "charge", "refund"]),
   amount_cents: z.number().int(),
   status: paymentProblemStatus,
+  waived_cents: z.number().int().describe("Of an uncollected charge, what refunds of its card have waived since: amount_cents − waived_cents is still owed"),
   attempts: z.number().int(),
   last_error: z.string().nullable(),
   created_at: timestamp,

@@ -729,6 +729,8 @@ export interface components {
             amount_cents: number;
             /** @enum {string} */
             status: "uncollected" | "attention";
+            /** @description Of an uncollected charge, what refunds of its card have waived since: amount_cents − waived_cents is still owed */
+            waived_cents: number;
             attempts: number;
             last_error: string | null;
             /** @description ISO 8601 UTC timestamp */

@@ -266,17 +266,19 @@ export class CardLifecycle {
     const txn = transactionRow(card, "capture", req);
     const recorded = await this.recordTransaction(card, txn, (current) => {
       const due = Math.max(current.spent_cents + req.amountCents, 0) - Math.max(current.spent_cents, 0);
-      // The hold captures once: whoever flips it OPEN → CAPTURED takes it (a loser reads again).
-      const fromHold = current.hold_status === "OPEN" ? Math.min(due, current.amount_cents) : 0;
+      // The hold settles once: whoever flips it OPEN → CAPTURED takes it (a loser reads again).
+      // Nothing due of it (a refund netted the capture) captures 0: the hold is released whole.
+      const holdOpen = current.hold_status === "OPEN";
+      const fromHold = holdOpen ? Math.min(due, current.amount_cents) : 0;
       const payments: NewPayment[] = [
-        ...(fromHold > 0 ? [{ kind: "hold_capture" as const, amount_cents: fromHold, refund_of: null }] : []),
+        ...(holdOpen ? [{ kind: "hold_capture" as const, amount_cents: fromHold, refund_of: null }] : []),
         ...(due > fromHold ? [{ kind: "charge" as const, amount_cents: due - fromHold, refund_of: null }] : []),
       ];
       const steps: Statement[] = [];
       const events: NewEvent[] = [];
-      if (fromHold > 0) {
+      if (holdOpen) {
         steps.push(this.cards.updateStatement({ id: card.id, hold_status: "OPEN" }, { hold_status: "CAPTURED" }, 1));
-        events.push(this.event(card, "hold.captured", holdView(card, fromHold)));
+        events.push(this.event(card, fromHold > 0 ? "hold.captured" : "hold.released", holdView(card, fromHold)));
       }
       if (req.authorizationId)
         steps.push(this.authorizations.updateStatement({ id: req.authorizationId, status: "pending" }, { status: "closed", updated_at: txn.created_at }));
@@ -339,15 +341,12 @@ export class CardLifecycle {
     return processorTransactionId ? this.transactions.findOneBy({ processor_transaction_id: processorTransactionId }) : null;
   }
 
-  /**
-   * A USED card whose authorizations are all settled or gone is deactivated at the processor; a
-   * hold its settlement left open (the capture was netted whole by an earlier refund) is released.
-   */
+  /** A USED card whose authorizations are all settled or gone is deactivated at the processor. */
   private async finishUse(cardId: string): Promise<void> {
     const card = (await this.cards.findOneBy({ id: cardId }))!;
-    if (card.status !== "USED" || (card.revoked_at !== null && card.hold_status !== "OPEN")) return;
+    if (card.status !== "USED" || card.revoked_at !== null) return;
     if (await this.authorizations.findOneBy({ card_id: cardId, status: "pending" })) return;
-    await this.cardService.finishClose(card).catch(() => undefined); // the maintenance pass retries the deactivation
+    await this.cardService.deactivate(card).catch(() => undefined); // the maintenance pass retries
   }
 
   // --- holds and expiry ---

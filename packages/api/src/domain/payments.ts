@@ -77,13 +77,22 @@ export class PaymentQueue {
     return done;
   }
 
-  /** Payments that need an operator (attention) or were not collected, newest first (at most 100). */
-  problems(filter: { status?: "uncollected" | "attention"; accountId?: string }): Promise<Payment[]> {
-    return this.repo.find({
+  /**
+   * Payments that need an operator (attention) or were not collected, newest first (at most 100),
+   * each with what refunds waived of it.
+   */
+  async problems(filter: { status?: "uncollected" | "attention"; accountId?: string }): Promise<{ payment: Payment; waivedCents: number }[]> {
+    const rows = await this.repo.find({
       where: { status: filter.status ?? In(["uncollected", "attention"]), ...(filter.accountId ? { account_id: filter.accountId } : {}) },
       order: { seq: "DESC" },
       take: 100,
     });
+    const uncollected = rows.filter((p) => p.status === "uncollected").map((p) => p.id);
+    const waivers = uncollected.length ? await this.repo.find({ where: { refund_of: In(uncollected), status: "waived" } }) : [];
+    return rows.map((payment) => ({
+      payment,
+      waivedCents: waivers.filter((w) => w.refund_of === payment.id).reduce((n, w) => n + w.amount_cents, 0),
+    }));
   }
 
   /**
@@ -125,9 +134,13 @@ export class PaymentQueue {
   /**
    * The processor call of a payment, and what it leaves; null when it must wait (a refund of a
    * payment not yet made). A refund of a charge that was never collected moves no money: it waives
-   * that much of what the account owes.
+   * that much of what the account owes. A hold captured for 0 (its capture was netted whole by an
+   * earlier refund) is released.
    */
   private async carryOut(payment: Payment, card: Card): Promise<Pick<Payment, "status" | "processor_payment_id"> | null> {
+    const source = payment.kind === "refund" ? await this.repo.findOneBy({ id: payment.refund_of! }) : null;
+    if (source?.status === "uncollected") return { status: "waived", processor_payment_id: null };
+    if (payment.kind === "refund" && source?.status !== "succeeded") return null;
     const processor = this.deps.processors(card.mode);
     const pa = processorAccount(await this.accounts.get(card.account_id), card.mode);
     const timeout = this.deps.config.processorTimeoutMs;
@@ -135,7 +148,8 @@ export class PaymentQueue {
     const key = `${payment.id}:${payment.kind}`;
     switch (payment.kind) {
       case "hold_capture":
-        await callProcessor("capture", timeout, () => processor.captureHold(pa, card.hold_id!, payment.amount_cents, key));
+        if (payment.amount_cents === 0) await callProcessor("cancel", timeout, () => processor.cancelHold(pa, card.hold_id!, key));
+        else await callProcessor("capture", timeout, () => processor.captureHold(pa, card.hold_id!, payment.amount_cents, key));
         return { status: "succeeded", processor_payment_id: card.hold_id! };
       case "charge": {
         const { paymentId } = await callProcessor("charge", timeout, () =>
@@ -143,13 +157,9 @@ export class PaymentQueue {
         );
         return { status: "succeeded", processor_payment_id: paymentId };
       }
-      case "refund": {
-        const source = await this.repo.findOneBy({ id: payment.refund_of! });
-        if (source?.status === "uncollected") return { status: "waived", processor_payment_id: null };
-        if (source?.status !== "succeeded") return null;
-        await callProcessor("refund", timeout, () => processor.refund(pa, source.processor_payment_id!, payment.amount_cents, key));
-        return { status: "succeeded", processor_payment_id: source.processor_payment_id! };
-      }
+      case "refund":
+        await callProcessor("refund", timeout, () => processor.refund(pa, source!.processor_payment_id!, payment.amount_cents, key));
+        return { status: "succeeded", processor_payment_id: source!.processor_payment_id! };
     }
   }
 

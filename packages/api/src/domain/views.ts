@@ -86,7 +86,7 @@ export const transactionView = (t: Transaction) => ({
 });
 
 /** A payment as the operator API lists it (only problem statuses are listed). */
-export const operatorPaymentView = (p: Payment) => ({
+export const operatorPaymentView = (p: Payment, waivedCents = 0) => ({
   id: p.id,
   account_id: p.account_id,
   mode: p.mode,
@@ -95,6 +95,7 @@ export const operatorPaymentView = (p: Payment) => ({
   kind: p.kind,
   amount_cents: p.amount_cents,
   status: p.status as "uncollected" | "attention",
+  waived_cents: waivedCents,
   attempts: p.attempts,
   last_error: p.last_error,
   created_at: isoTime(p.created_at),

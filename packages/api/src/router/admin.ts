@@ -102,7 +102,7 @@ export const adminRouter = router({
     .input(s.listPaymentProblemsInput)
     .output(z.object({ data: z.array(s.operatorPayment) }))
     .query(async ({ ctx, input }) => ({
-      data: (await ctx.services.payments.problems({ status: input.status, accountId: input.account_id })).map(operatorPaymentView),
+      data: (await ctx.services.payments.problems({ status: input.status, accountId: input.account_id })).map((p) => operatorPaymentView(p.payment, p.waivedCents)),
     })),
 
   listCardsAttention: adminProcedure

@@ -120,8 +120,9 @@ export const testHelpersRouter = router({
       testMode(ctx.principal.mode);
       const auth = await ctx.services.lifecycle.findAuthorization(ctx.principal, input.id);
       if (!auth.approved) throw new AppError(409, "authorization_not_approved", "A declined authorization cannot be captured.");
-      // An expired one may still settle (a late capture, charged off-session once the hold is gone); a reversed one was withdrawn.
-      if (auth.status === "reversed") throw new AppError(409, "authorization_not_capturable", `Authorization ${auth.id} was reversed; it cannot be captured.`, { status: auth.status });
+      // A reversed or expired one gave its card back (it may be OPEN again): there is nothing to settle.
+      if (auth.status === "reversed" || auth.status === "expired")
+        throw new AppError(409, "authorization_not_capturable", `Authorization ${auth.id} was ${auth.status}; it cannot be captured.`, { status: auth.status });
       if (auth.amount_cents === 0) throw new AppError(409, "authorization_not_capturable", "A card verification (an authorization of 0) cannot be captured.", { status: auth.status });
       const card = await ctx.services.cards.find(ctx.principal, auth.card_id);
       ctx.response.status = 201;
