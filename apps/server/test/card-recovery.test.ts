@@ -41,6 +41,17 @@ describe(`card recovery queue (${dbKind})`, () => {
     return card.id as string;
   }
 
+  it("a stuck creation whose mode has no processor any more does not stop the pass: the rest of it runs", async () => {
+    const key = await (await s.newAccount()).key();
+    const stuck = (await s.request("POST", "/v1/cards", { key, body: { amount_cents: 300 } })).body.id;
+    const expiring = (await s.request("POST", "/v1/cards", { key, body: { amount_cents: 400 } })).body.id;
+    // Live mode has no processor on this server (PROCESSOR=simulated serves test mode only).
+    await s.query("UPDATE cards SET status = 'CREATING', mode = 'live', lease_until = 1 WHERE id = ?", [stuck]);
+    await s.query("UPDATE cards SET expires_at = 1 WHERE id = ?", [expiring]);
+    await pass();
+    expect((await s.request("GET", `/v1/cards/${expiring}`, { key })).body.status).toBe("CLOSED");
+  });
+
   it("a revoke that keeps failing backs off, then needs attention and is listed; the operator's retry finishes it", async () => {
     const account = await s.newAccount();
     const key = await account.key();

@@ -124,6 +124,8 @@ export async function ownerSession(s: TestServer, accountId: string, email: stri
   const t = trpc(s);
   return {
     owner: r.body.owner as { id: string; email: string; account_id: string },
+    /** The headers of the session's calls, for a call made by hand. */
+    headers: (mode?: "test" | "live") => as(mode).headers!,
     query: (proc: string, input?: unknown, mode?: "test" | "live") => t.query(proc, input, as(mode)),
     mutation: (proc: string, input?: unknown, mode?: "test" | "live") => t.mutation(proc, input ?? {}, as(mode)),
   };

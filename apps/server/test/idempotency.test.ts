@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { dbKind, expectError, startServer, type TestServer } from "./harness.js";
+import { ownerSession } from "./helpers.js";
 
 const countRows = async (s: TestServer, sql: string, params: unknown[] = []) =>
   Number((await s.query(sql, params))[0].n);
@@ -38,6 +39,19 @@ describe(`idempotency (${dbKind})`, () => {
     expect(b.status).toBe(201);
     expect(b.headers.get("idempotent-replayed")).toBeNull();
     expect(b.body.id).not.toBe(a.body.id);
+  });
+
+  it("scopes an owner's keys per mode: the key used in test mode is a new request in live mode", async () => {
+    const account = await s.newAccount({ name: "Both modes" });
+    const o = await ownerSession(s, account.id, "both-modes@idempotency.example");
+    const send = (mode: "test" | "live") =>
+      s.request("POST", "/trpc/cards.create", { key: null, headers: { ...o.headers(mode), "idempotency-key": "modes-1" }, body: { amount_cents: 300 } });
+    const test = await send("test");
+    expect(test.status).toBe(201);
+    expect((await send("test")).headers.get("idempotent-replayed")).toBe("true");
+    const live = await send("live");
+    expect(live.headers.get("idempotent-replayed")).toBeNull();
+    expect(JSON.stringify(live.body)).not.toContain(test.body.result.data.id);
   });
 
   it("refuses keys of 200 characters or more, and accepts 199", async () => {

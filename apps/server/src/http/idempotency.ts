@@ -64,12 +64,14 @@ export function registerIdempotency(app: FastifyInstance, services: Services) {
       );
       return true;
     }
-    const outcome = await services.idempotency.begin(principal.keyId, key, requestHash(req));
+    // An API key has one mode; an owner's session works in both, and a key of one is not the other's.
+    const keyId = principal.ownerId ? `${principal.keyId}:${principal.mode}` : principal.keyId;
+    const outcome = await services.idempotency.begin(keyId, key, requestHash(req));
     if (outcome.kind === "replay") {
       reply.code(outcome.status).header("Idempotent-Replayed", "true").type("application/json").send(outcome.body);
       return true;
     }
-    req.idempotency = { keyId: principal.keyId, key, scope: outcome.scope };
+    req.idempotency = { keyId, key, scope: outcome.scope };
     return false;
   };
   // Callback hooks, not async ones: most requests pass straight through, without a promise each.

@@ -199,8 +199,8 @@ export class CardIssuer {
     } catch (err) {
       // A refused set-up is definite (nothing was made); any other failure may hide a card.
       const mint = err instanceof AccountSetupError && !resumed ? "none" : "unknown";
-      await this.fail(card, pa, processor, "OPEN", mint);
-      if (mint === "unknown") await this.revokeLostMint(card, pa, processor).catch(() => undefined);
+      // A card of ours found by lookup after another attempt finished the row could be that attempt's.
+      if ((await this.fail(card, pa, processor, "OPEN", mint)) && mint === "unknown") await this.revokeLostMint(card, pa, processor).catch(() => undefined);
       throw toApiError(err);
     }
     const opened: Card = {
@@ -235,22 +235,22 @@ export class CardIssuer {
       ),
     ], events);
     if (done) return opened;
-    const final = (await this.cards.findOneBy({ id: card.id }))!;
+    // Another attempt finished the card while this one was at the processor: its answer stands.
+    const final = await this.undoBeside(card, pa, processor, minted.processorCardId);
     if (final.status === "OPEN") return final;
-    // Recovery compensated this card while we were minting: take back what we just made.
-    await callProcessor("revoke", timeout, () => processor.revokeCard(pa, minted.processorCardId, `${card.id}:revoke`)).catch(() => undefined);
     throw new AppError(502, "processor_error", "The card processor was too slow; the request was rolled back and nothing is held.");
   }
 
   /**
-   * Compensation: the card becomes FAILED and any hold it may have is cancelled. If cancelling
+   * Compensation: the card becomes FAILED and any hold it may have is cancelled (false, and nothing
+   * of the card's touched, when another attempt finished the card first). If cancelling
    * fails too, the hold stays marked and the recovery pass retries it. `mint` says whether a card
    * may have been minted for it: if none was, no card of it can be live (revoked_at). A hold or a
    * card whose creation's outcome is unknown (PENDING; `mint` unknown) is looked up now and again
    * by the recovery pass a creation lease later, when a call still running at the processor has
    * ended (see releaseHold, revokeLostMint).
    */
-  private async fail(card: Card, pa: ProcessorAccount, processor: Processor, holdStatus: "NONE" | "PENDING" | "OPEN", mint: "none" | "unknown") {
+  private async fail(card: Card, pa: ProcessorAccount, processor: Processor, holdStatus: "NONE" | "PENDING" | "OPEN", mint: "none" | "unknown"): Promise<boolean> {
     const now = Date.now();
     const failed = this.cards.updateStatement(
       { id: card.id, status: "CREATING" },
@@ -268,8 +268,31 @@ export class CardIssuer {
     const released = card.approval_id
       ? [this.approvals.updateStatement({ id: card.approval_id, status: "APPROVED", card_id: card.id }, { status: "PENDING", card_id: null, decided_at: null })]
       : [];
-    await runAtomically(this.deps.ds, [failed, ...released]);
-    if (holdStatus !== "NONE") await this.releaseHold({ ...card, hold_status: holdStatus }, pa, processor).catch(() => undefined);
+    if (await runAtomically(this.deps.ds, [{ ...failed, expect: 1 }, ...released])) {
+      if (holdStatus !== "NONE") await this.releaseHold({ ...card, hold_status: holdStatus }, pa, processor).catch(() => undefined);
+      return true;
+    }
+    // Another attempt (one that took over after this one's lease ran out) finished the card first:
+    // the card and its approval are that attempt's; only a hold this one placed beside it is undone.
+    await this.undoBeside(card, pa, processor, null);
+    return false;
+  }
+
+  /**
+   * An attempt that lost its card to another (which finished it OPEN or FAILED after this one's
+   * lease ran out) takes back what it made that the card does not hold: its own processor card,
+   * and its own hold. A hold whose creation's outcome is unknown here is left to that attempt's
+   * lookups, which would have found it.
+   */
+  private async undoBeside(card: Card, pa: ProcessorAccount, processor: Processor, mintedCardId: string | null): Promise<Card> {
+    const timeout = this.deps.config.processorTimeoutMs;
+    const final = (await this.cards.findOneBy({ id: card.id }))!;
+    if (mintedCardId && mintedCardId !== final.processor_card_id)
+      await callProcessor("revoke", timeout, () => processor.revokeCard(pa, mintedCardId, `${card.id}:revoke:${mintedCardId}`)).catch(() => undefined);
+    const ourHold = card.hold_status === "OPEN" ? card.hold_id : null;
+    if (ourHold && (ourHold !== final.hold_id || final.status === "FAILED"))
+      await callProcessor("cancel", timeout, () => processor.cancelHold(pa, ourHold, `${card.id}:cancel:${ourHold}`)).catch(() => undefined);
+    return final;
   }
 
   /**
@@ -318,8 +341,9 @@ export class CardIssuer {
     let n = 0;
     for (const card of stuck) {
       if (!(await this.claim(card))) continue;
-      const account = await accountOf(card.account_id);
-      await this.drive(card, account, this.deps.processors(card.mode), SYSTEM, true).catch(() => undefined);
+      // One card's failure (its mode's processor unconfigured since, say) never stops the pass.
+      const finish = async () => this.drive(card, await accountOf(card.account_id), this.deps.processors(card.mode), SYSTEM, true);
+      await finish().catch(() => undefined);
       n++;
     }
     return n;

@@ -1,0 +1,81 @@
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { dbKind, expectError, processor, startServer, type TestServer } from "./harness.js";
+
+/**
+ * A request that outlives its creation lease (a stall between its hold and its mint) while the
+ * recovery pass takes its card over and finishes it: whatever the late request then does, the card
+ * the recovery finished keeps its hold and stays the only live card, and the request's own card
+ * is revoked.
+ */
+describe(`a request that outlives its creation lease (${dbKind}, ${processor})`, () => {
+  let s: TestServer;
+  let key: string;
+  let stalled: { cardId: string; resume: () => void } | null;
+  let paused: Promise<void>;
+  beforeEach(async () => {
+    let reached!: () => void;
+    paused = new Promise((resolve) => (reached = resolve));
+    stalled = null;
+    s = await startServer(
+      { PROCESSOR_TIMEOUT_MS: "1000" },
+      {
+        // The first card's creation stalls after its hold until the test lets it go on.
+        afterHold: (cardId) =>
+          stalled
+            ? Promise.resolve()
+            : new Promise<void>((resume) => {
+                stalled = { cardId, resume };
+                reached();
+              }),
+      },
+    );
+    key = await (await s.newAccount()).key();
+  });
+  afterEach(() => s.close());
+
+  /** Starts a create, lets its lease run out at the stall, and has the recovery pass finish the card. */
+  async function overrun() {
+    const request = s.request("POST", "/v1/cards", { key, body: { amount_cents: 700 }, headers: { "idempotency-key": "overrun" } });
+    await paused;
+    const cardId = stalled!.cardId;
+    await s.query("UPDATE cards SET lease_until = 1 WHERE id = ?", [cardId]);
+    await s.app.services.maintenance.run();
+    const [row] = await s.query("SELECT status, processor_card_id FROM cards WHERE id = ?", [cardId]);
+    expect(row.status).toBe("OPEN");
+    return { request, cardId, recovered: row.processor_card_id as string };
+  }
+
+  it("its late mint is revoked, and it answers with the card the recovery finished", async () => {
+    const { request, cardId, recovered } = await overrun();
+    stalled!.resume();
+    const res = await request;
+    expect(res.status).toBe(201);
+    expect(res.body.id).toBe(cardId);
+    expect((await s.processor.cards(cardId)).sort()).toEqual(["active", "canceled"]);
+    const [row] = await s.query("SELECT status, processor_card_id, hold_status FROM cards WHERE id = ?", [cardId]);
+    expect(row).toMatchObject({ status: "OPEN", processor_card_id: recovered, hold_status: "OPEN" });
+    expect((await s.processor.holds(cardId)).map((h) => h.status)).toEqual(["requires_capture"]);
+  });
+
+  it("its failed mint leaves the finished card and its hold alone", async () => {
+    const { request, cardId, recovered } = await overrun();
+    s.processor.fail("mint", "fail");
+    try {
+      stalled!.resume();
+      const res = await request;
+      // Stripe's adapter reads the card back after a 5xx and finds the recovered one: the request has it.
+      if (processor === "stripe") expect(res.body.id).toBe(cardId);
+      else expectError(res, 502, "processor_error");
+    } finally {
+      s.processor.clear();
+    }
+    const [row] = await s.query("SELECT status, processor_card_id, hold_status FROM cards WHERE id = ?", [cardId]);
+    expect(row).toMatchObject({ status: "OPEN", processor_card_id: recovered, hold_status: "OPEN" });
+    expect((await s.processor.holds(cardId)).map((h) => h.status)).toEqual(["requires_capture"]);
+    expect(await s.processor.cards(cardId)).toEqual(["active"]);
+    // The client's retry gets the card.
+    const retry = await s.request("POST", "/v1/cards", { key, body: { amount_cents: 700 }, headers: { "idempotency-key": "overrun" } });
+    expect(retry.status).toBe(201);
+    expect(retry.body.id).toBe(cardId);
+  });
+});
