@@ -302,6 +302,38 @@ describe(`stripe webhooks (${dbKind})`, () => {
       expect(holdEvents.map((e: any) => e.data.object)).toEqual([{ card_id: card.id, amount_cents: 1000, captured_cents: 0, released_cents: 1000, status: "released" }]);
     });
 
+    it("a refund reversal (a refund transaction with a negative amount) is owed again, charged off-session", async () => {
+      const { key, card, issued, pi } = await openCard(1000);
+      const auth = authorizationFor(issued, 1000, { pending: true });
+      await deliver("issuing_authorization.request", auth);
+      await deliver("issuing_transaction.created", { ...captureTransactionFor(issued, 1000), authorization: auth.id });
+      await deliver("issuing_transaction.created", { ...captureTransactionFor(issued, 0), id: "ipi_refund_r", type: "refund", amount: 300 });
+      expect(await cardOf(key, card.id)).toMatchObject({ spent_cents: 700 });
+      expect((await deliver("issuing_transaction.created", { ...captureTransactionFor(issued, 0), id: "ipi_refund_r_rev", type: "refund", amount: -300 })).body.outcome).toBe("applied");
+      expect(await cardOf(key, card.id)).toMatchObject({ spent_cents: 1000 });
+      expect(fake.refunded(pi.id)).toBe(300);
+      const charges = [...fake.paymentIntents.values()].filter((p) => p.metadata?.card_id === card.id && p.metadata?.purpose === "charge");
+      expect(charges.map((p) => [p.amount, p.status])).toEqual([[300, "succeeded"]]);
+    });
+
+    it("merchant data out of shape never refuses a settlement: it is shown cut to size, or not at all", async () => {
+      const { key, card, issued } = await openCard(1000);
+      const auth = authorizationFor(issued, 400, { pending: true });
+      await deliver("issuing_authorization.request", auth);
+      const merchant_data = { name: "M".repeat(10_000), category: 42, country: "usa" };
+      const res = await deliver("issuing_transaction.created", { ...captureTransactionFor(issued, 400), authorization: auth.id, merchant_data });
+      expect(res.body.outcome).toBe("applied");
+      const [txn] = (await s.request("GET", `/v1/transactions?card_id=${card.id}`, { key })).body.data;
+      expect(txn).toMatchObject({ type: "capture", amount_cents: 400, merchant_name: "M".repeat(200) });
+    });
+
+    it("an Issuing card that only names our card in its metadata (left over from a lost mint) cannot spend that card's hold", async () => {
+      const { key, card, issued } = await openCard(1000);
+      const leftover = { ...issued, id: "ic_leftover_of_lost_mint" };
+      expect((await deliver("issuing_authorization.request", authorizationFor(leftover, 500, { pending: true }))).body).toEqual({ approved: false });
+      expect(await cardOf(key, card.id)).toMatchObject({ status: "OPEN", remaining_cents: 1000 });
+    });
+
     it("a capture failure at settlement: the transaction stands and the retry queue captures", async () => {
       const { key, card, issued, pi } = await openCard(2000);
       const auth = authorizationFor(issued, 700, { pending: true });

@@ -33,17 +33,21 @@ const issuingCardRef = z.union([stripeId, z.looseObject({ id: stripeId, metadata
   error: "Expected a card id, or a card object with an id and string metadata",
 });
 
-/** What an authorization or transaction says of the merchant; fields we keep are bounded by our columns. */
+/** A merchant's text as our column holds it: cut to its length; anything but a string is unknown. */
+const shown = (max: number) => z.string().transform((t) => t.slice(0, max)).nullish().catch(null);
+
+/**
+ * What an authorization or transaction says of the merchant: shown, never decided on, so a field
+ * out of shape never refuses an event that moves money (Stripe would give up redelivering it).
+ */
 const merchantData = z
   .looseObject({
-    name: z.string().max(200).nullish(),
-    category: z.string().max(100).nullish(),
-    country: z
-      .string()
-      .regex(/^[A-Z]{2}$/, "Expected an ISO 3166-1 alpha-2 country")
-      .nullish(),
+    name: shown(200),
+    category: shown(100),
+    country: z.string().regex(/^[A-Z]{2}$/).nullish().catch(null),
   })
-  .nullish();
+  .nullish()
+  .catch(null);
 
 /** issuing.authorization: amounts in the smallest currency unit, never negative. */
 const issuingAuthorization = z.looseObject({

@@ -134,15 +134,19 @@ export async function registerStripeWebhooks(app: FastifyInstance, services: Ser
       case "issuing_transaction.created": {
         // Money moves only here: a capture settles (for any amount), a refund comes back.
         const tx = event.data.object;
+        if (tx.type !== "capture" && tx.type !== "refund") return "ignored";
         const card = await cards.findByProcessor(cardRef(mode, tx.card));
         if (!card) return "ignored";
         const merchantName = tx.merchant_data?.name ?? null;
-        if (tx.type === "refund") await lifecycle.refund(card, { amountCents: Math.abs(tx.amount), processorTransactionId: tx.id, merchantName });
-        else if (tx.type === "capture") {
-          const authRef = typeof tx.authorization === "string" ? tx.authorization : tx.authorization?.id;
+        // `amount` moves our Issuing balance: negative for a capture, positive for a refund, and
+        // the other way for their (rare) reversals. The customer owes its opposite.
+        const owed = -tx.amount;
+        if (owed < 0) await lifecycle.refund(card, { amountCents: -owed, processorTransactionId: tx.id, merchantName });
+        else {
+          const authRef = tx.type === "capture" ? (typeof tx.authorization === "string" ? tx.authorization : tx.authorization?.id) : undefined;
           const auth = authRef ? await lifecycle.byProcessorAuthorization(mode, authRef) : null;
-          await lifecycle.settle(card, { amountCents: Math.abs(tx.amount), authorizationId: auth?.id ?? null, processorTransactionId: tx.id, merchantName });
-        } else return "ignored";
+          await lifecycle.settle(card, { amountCents: owed, authorizationId: auth?.id ?? null, processorTransactionId: tx.id, merchantName });
+        }
         return "applied";
       }
       case "payment_intent.canceled": {

@@ -128,10 +128,16 @@ export class CardService {
     return card;
   }
 
-  /** A card the processor names (its card id, or ours from the card's metadata), in a mode; null if unknown. */
+  /**
+   * A card the processor names (its card id, or ours from the card's metadata), in a mode; null if
+   * unknown. By our id only while the card records no other processor card: a processor card left
+   * over from a lost mint carries our card's id too, and must not spend that card's hold.
+   */
   async findByProcessor(ref: { mode: Mode; processorCardId?: string; cardId?: string }): Promise<Card | null> {
     const byProcessor = ref.processorCardId ? await this.repo.findOneBy({ processor_card_id: ref.processorCardId, mode: ref.mode }) : null;
-    return byProcessor ?? (ref.cardId ? await this.repo.findOneBy({ id: ref.cardId, mode: ref.mode }) : null);
+    if (byProcessor || !ref.cardId) return byProcessor;
+    const byOurs = await this.repo.findOneBy({ id: ref.cardId, mode: ref.mode });
+    return byOurs && (!ref.processorCardId || byOurs.processor_card_id === null) ? byOurs : null;
   }
 
   /** The card and a fresh ephemeral key secret for the processor's client-side reveal. */
