@@ -118,7 +118,7 @@ export async function buildApp(config: Config, opts: AppOptions = {}) {
   registerOwnerSessions(app, services, config.publicUrl);
   const dashboardPage = await registerDashboard(app, { stripe: config.processor === "stripe" });
   registerSetup(app, services, config.publicUrl, dashboardPage);
-  await registerStripeWebhooks(app, services, config.stripeWebhookSecret);
+  await registerStripeWebhooks(app, services, config.stripeWebhookSecrets);
   // Outgoing webhooks are delivered by every instance, from the database's queue (leased claims),
   // sent from a thread of their own so that delivering costs the API's thread next to nothing.
   const sender = new ThreadedWebhookSender({ timeoutMs: config.webhookTimeoutMs, allowPrivate: config.webhookAllowPrivate });

@@ -16,7 +16,8 @@ export interface Config {
   stripeTestPublishableKey: string | undefined;
   stripeLivePublishableKey: string | undefined;
   stripeApiBase: string | undefined;
-  stripeWebhookSecret: string | undefined;
+  /** One per Stripe webhook endpoint (test mode's and live mode's each have their own); empty: not configured. */
+  stripeWebhookSecrets: string[];
   approvalTtlSeconds: number;
   /** Lifetime of a card from issue; at most 4 days, inside the shortest hold validity (DESIGN 3.6). */
   cardTtlSeconds: number;
@@ -149,7 +150,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, isTTY: boolean 
     stripeTestPublishableKey: publishableKey(env, "test"),
     stripeLivePublishableKey: publishableKey(env, "live"),
     stripeApiBase: env.STRIPE_API_BASE || undefined,
-    stripeWebhookSecret: env.STRIPE_WEBHOOK_SECRET || undefined,
+    stripeWebhookSecrets: (env.STRIPE_WEBHOOK_SECRET ?? "").split(",").map((secret) => secret.trim()).filter(Boolean),
     approvalTtlSeconds: int(env, "APPROVAL_TTL_SECONDS", 86400, 1),
     cardTtlSeconds: int(env, "CARD_TTL_SECONDS", 86400, 1, MAX_CARD_TTL_SECONDS),
     rateLimitPerHour: int(env, "RATE_LIMIT_PER_HOUR", 1000, 1),

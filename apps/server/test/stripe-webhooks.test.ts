@@ -5,6 +5,8 @@ import { authorizationFor, captureTransactionFor, faults, signedEvent, startFake
 import { dbKind, expectError, startServer, type TestServer } from "./harness.js";
 
 const SECRET = "whsec_test_0123456789";
+/** The live-mode endpoint's own secret: STRIPE_WEBHOOK_SECRET holds both, comma-separated. */
+const LIVE_SECRET = "whsec_live_9876543210";
 
 /**
  * POST /v1/webhooks/stripe: payloads signed with the SDK's own test-header helper; bad signatures,
@@ -20,7 +22,7 @@ describe(`stripe webhooks (${dbKind})`, () => {
       PROCESSOR: "stripe",
       STRIPE_TEST_SECRET_KEY: "sk_test_fake",
       STRIPE_API_BASE: fake.url,
-      STRIPE_WEBHOOK_SECRET: SECRET,
+      STRIPE_WEBHOOK_SECRET: `${LIVE_SECRET}, ${SECRET}`,
       PROCESSOR_TIMEOUT_MS: "1500",
     });
   });
@@ -75,6 +77,13 @@ describe(`stripe webhooks (${dbKind})`, () => {
       const missing = await fetch(`${s.url}/v1/webhooks/stripe`, { method: "POST", headers: { "content-type": "application/json" }, body: signed.payload });
       expect(missing.status).toBe(400);
       expect((await missing.json()).error.code).toBe("invalid_signature");
+    });
+
+    it("each mode's endpoint signs with its own secret: an event signed with either configured secret is taken", async () => {
+      const live = await deliver("customer.created", { id: "cus_live_1" }, { secret: LIVE_SECRET, livemode: true });
+      expect(live.status).toBe(200);
+      expect(live.body).toEqual({ received: true, outcome: "ignored" });
+      expect((await deliver("customer.created", { id: "cus_test_1" }, { secret: SECRET })).status).toBe(200);
     });
 
     it("the raw body is verified byte for byte, whatever its content type; no API key is needed", async () => {

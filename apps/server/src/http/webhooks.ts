@@ -11,7 +11,8 @@ type Outcome = "approved" | "declined" | "applied" | "ignored" | "too_early";
 
 /**
  * Stripe webhooks at POST /v1/webhooks/stripe, in an encapsulated plugin with its own body parser:
- * the signature (STRIPE_WEBHOOK_SECRET) is verified on the raw bytes. No API key (the auth hook
+ * the signature is verified on the raw bytes against STRIPE_WEBHOOK_SECRET (comma-separated when
+ * test and live mode have an endpoint each: each endpoint signs with its own secret). No API key (the auth hook
  * skips /v1/webhooks/), no rate limit (a 429 would decline real purchases).
  *
  * - issuing_authorization.request: Stripe's synchronous webhook; answered 200 with `{approved}`
@@ -28,13 +29,13 @@ type Outcome = "approved" | "declined" | "applied" | "ignored" | "too_early";
  * A signed payload is validated (stripe-events.ts) before anything uses it: a malformed event is
  * 400 invalid_event, whatever its type, the synchronous request event included.
  */
-export async function registerStripeWebhooks(app: FastifyInstance, services: Services, webhookSecret: string | undefined) {
+export async function registerStripeWebhooks(app: FastifyInstance, services: Services, webhookSecrets: string[]) {
   const events = new ProcessorEventLog(services.deps.ds);
   await app.register(async (scope) => {
     scope.removeAllContentTypeParsers();
     scope.addContentTypeParser("*", { parseAs: "buffer" }, (_req, body, done) => done(null, body));
     scope.post(STRIPE_WEBHOOK_PATH, { config: { rateLimit: false } }, async (req, reply) => {
-      if (!webhookSecret)
+      if (webhookSecrets.length === 0)
         return sendError(req, reply, new AppError(503, "processor_not_configured", "Stripe webhooks are not configured: set STRIPE_WEBHOOK_SECRET."));
       const raw = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
       const signature = req.headers["stripe-signature"];
@@ -42,13 +43,17 @@ export async function registerStripeWebhooks(app: FastifyInstance, services: Ser
         sendError(req, reply, new AppError(400, "invalid_signature", "The Stripe-Signature header does not verify against this payload."));
       if (!signature) return invalidSignature();
       let payload: unknown;
-      try {
-        payload = Stripe.webhooks.constructEvent(raw, signature, webhookSecret);
-      } catch (err) {
-        if (err instanceof Stripe.errors.StripeSignatureVerificationError) return invalidSignature();
-        // Signed, but not JSON (or a thin event notification, which this endpoint does not take).
-        return invalidEvent(req, reply, [{ path: "(body)", message: "Expected a JSON Stripe event" }]);
+      for (const secret of webhookSecrets) {
+        try {
+          payload = Stripe.webhooks.constructEvent(raw, signature, secret);
+          break;
+        } catch (err) {
+          if (err instanceof Stripe.errors.StripeSignatureVerificationError) continue;
+          // Signed, but not JSON (or a thin event notification, which this endpoint does not take).
+          return invalidEvent(req, reply, [{ path: "(body)", message: "Expected a JSON Stripe event" }]);
+        }
       }
+      if (payload === undefined) return invalidSignature();
       // A valid signature is no promise of a well-formed event: validated before anything uses it.
       // For issuing_authorization.request too: a 400 (rather than {approved: false}) makes Stripe
       // apply the card's default decline behaviour to a request event it cannot be told about.
