@@ -343,6 +343,25 @@ describe(`stripe webhooks (${dbKind})`, () => {
       expect(await cardOf(key, card.id)).toMatchObject({ status: "OPEN", remaining_cents: 1000 });
     });
 
+    it("Stripe's decline of an authorization we have not decided is recorded: our late decision cannot use the card", async () => {
+      const { key, card, issued } = await openCard(1000);
+      const auth = authorizationFor(issued, 600, { approved: false });
+      expect((await deliver("issuing_authorization.created", auth)).body.outcome).toBe("applied");
+      expect(await authorizationsOf(key, card.id)).toMatchObject([{ approved: false, decline_reason: "processor_declined", status: "closed", amount_cents: 600 }]);
+      // The request event, decided after Stripe gave up waiting: the recorded decline stands.
+      expect((await deliver("issuing_authorization.request", { ...auth, amount: 0, approved: false, pending_request: { amount: 600 } })).body).toEqual({ approved: false });
+      expect(await cardOf(key, card.id)).toMatchObject({ status: "OPEN", remaining_cents: 1000 });
+    });
+
+    it("a force capture (no authorization) on an OPEN card settles from its hold and spends the card", async () => {
+      const { key, card, issued, pi } = await openCard(1000);
+      expect((await deliver("issuing_transaction.created", captureTransactionFor(issued, 450))).body.outcome).toBe("applied");
+      expect(await cardOf(key, card.id)).toMatchObject({ status: "USED", remaining_cents: 0, spent_cents: 450 });
+      expect(pi).toMatchObject({ status: "succeeded", amount_received: 450 });
+      expect(issued.status).toBe("canceled");
+      expect((await deliver("issuing_authorization.request", authorizationFor(issued, 100, { pending: true }))).body).toEqual({ approved: false });
+    });
+
     it("a capture failure at settlement: the transaction stands and the retry queue captures", async () => {
       const { key, card, issued, pi } = await openCard(2000);
       const auth = authorizationFor(issued, 700, { pending: true });

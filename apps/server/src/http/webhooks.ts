@@ -117,11 +117,18 @@ export async function registerStripeWebhooks(app: FastifyInstance, services: Ser
         const auth = event.data.object;
         const seen = await lifecycle.byProcessorAuthorization(mode, auth.id);
         if (seen && !auth.approved && seen.approved && seen.status === "pending") await lifecycle.release(seen, "declined");
-        else if (!seen && auth.approved) {
-          // The request event never reached us (Stripe decided alone): record the authorization.
+        else if (!seen) {
+          // The request event never reached us, or has yet to be decided (Stripe decided alone, past
+          // its 2 s): recorded as Stripe decided; a decline recorded first stops a late approval of
+          // ours from using the card (its insert meets this record's unique key).
           const card = await cards.findByProcessor(cardRef(mode, auth.card));
           if (!card) return "ignored";
-          await lifecycle.authorize(card, { amountCents: auth.amount, merchant: auth.merchant_data ?? undefined, processorAuthorizationId: auth.id });
+          await lifecycle.authorize(card, {
+            amountCents: auth.amount,
+            merchant: auth.merchant_data ?? undefined,
+            processorAuthorizationId: auth.id,
+            processorDeclined: !auth.approved,
+          });
         } else return "ignored";
         return "applied";
       }

@@ -36,6 +36,8 @@ export interface AuthorizationRequest {
   processorAuthorizationId?: string;
   /** The request (idempotency scope) asking, kept on the card it uses (retries answer alike). */
   usedKey?: string;
+  /** The processor's final answer was a decline before we decided: recorded as `processor_declined`. */
+  processorDeclined?: boolean;
 }
 
 export interface SettleRequest {
@@ -45,7 +47,7 @@ export interface SettleRequest {
   merchantName?: string | null;
 }
 
-export type DeclineReason = "card_not_open" | "card_expired" | "hold_not_in_force" | "amount_exceeds_remaining";
+export type DeclineReason = "card_not_open" | "card_expired" | "hold_not_in_force" | "amount_exceeds_remaining" | "processor_declined";
 
 /** Why a card may not take an authorization of `amount` now; null if it may. */
 function declineReason(card: Card, amount: number, now: number): DeclineReason | null {
@@ -143,7 +145,7 @@ export class CardLifecycle {
       processor_authorization_id: req.processorAuthorizationId ?? null,
       amount_cents: req.amountCents,
       approved: false,
-      decline_reason: declineReason(card, req.amountCents, now),
+      decline_reason: req.processorDeclined ? "processor_declined" : declineReason(card, req.amountCents, now),
       status: "closed",
       merchant_name: req.merchant?.name ?? null,
       merchant_category: req.merchant?.category ?? null,
@@ -276,6 +278,13 @@ export class CardLifecycle {
       ];
       const steps: Statement[] = [];
       const events: NewEvent[] = [];
+      if (current.status === "OPEN") {
+        // Settled with no authorization of ours using the card (a force capture, a capture before
+        // its authorization is recorded or after it gave the card back): the card is spent.
+        const used: Card = { ...current, status: "USED", remaining_cents: 0, used_at: txn.created_at };
+        steps.push(this.cards.updateStatement({ id: card.id, status: "OPEN" }, { status: "USED", remaining_cents: 0, used_at: txn.created_at }, 1));
+        events.push(this.event(card, "card.used", cardListView(used)));
+      }
       if (holdOpen) {
         steps.push(this.cards.updateStatement({ id: card.id, hold_status: "OPEN" }, { hold_status: "CAPTURED" }, 1));
         events.push(this.event(card, fromHold > 0 ? "hold.captured" : "hold.released", holdView(card, fromHold)));
