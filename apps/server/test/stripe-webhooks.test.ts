@@ -362,6 +362,25 @@ describe(`stripe webhooks (${dbKind})`, () => {
       expect((await deliver("issuing_authorization.request", authorizationFor(issued, 100, { pending: true }))).body).toEqual({ approved: false });
     });
 
+    it("a refund Stripe reports failed after accepting it: its payment needs an operator, announced", async () => {
+      const { account, key, card, issued, pi } = await openCard(1000);
+      const auth = authorizationFor(issued, 800, { pending: true });
+      await deliver("issuing_authorization.request", auth);
+      await deliver("issuing_transaction.created", { ...captureTransactionFor(issued, 800), authorization: auth.id });
+      await deliver("issuing_transaction.created", { ...captureTransactionFor(issued, 0), id: "ipi_refund_fails", type: "refund", amount: 200 });
+      const refund = [...fake.refunds.values()].find((r) => r.payment_intent === pi.id)!;
+      expect(refund.metadata?.request).toMatch(/^pay_\w+:refund$/);
+      expect((await deliver("refund.updated", { ...refund, status: "pending" })).body.outcome).toBe("ignored");
+      expect((await deliver("refund.failed", { ...refund, status: "failed", failure_reason: "expired_or_canceled_card" })).body.outcome).toBe("applied");
+      const [listed] = (await s.admin("GET", `/payments?status=attention&account_id=${account.id}`)).body.data;
+      expect(listed).toMatchObject({ card_id: card.id, kind: "refund", amount_cents: 200, status: "attention" });
+      expect(listed.last_error).toMatch(/failed \(expired_or_canceled_card\)/);
+      const announced = (await s.request("GET", "/v1/events?type=processor.attention_needed", { key })).body.data;
+      expect(announced.map((e: any) => e.data.object.id)).toContain(listed.id);
+      // Told again (another event id): nothing more changes.
+      expect((await deliver("refund.failed", { ...refund, status: "failed" })).body.outcome).toBe("ignored");
+    });
+
     it("a capture failure at settlement: the transaction stands and the retry queue captures", async () => {
       const { key, card, issued, pi } = await openCard(2000);
       const auth = authorizationFor(issued, 700, { pending: true });

@@ -75,6 +75,14 @@ const issuingTransaction = z.looseObject({
 /** payment_intent: a hold; its metadata names our card. */
 const paymentIntent = z.looseObject({ id: stripeId, metadata: metadata.optional() });
 
+/** refund: metadata `request` names the payment it carries out (its idempotency key, `<payment id>:…`). */
+const refund = z.looseObject({
+  id: stripeId,
+  status: z.string().max(32).nullish(),
+  failure_reason: z.string().max(100).nullish().catch(null),
+  metadata: metadata.optional(),
+});
+
 /** The handled event types and the schema of each one's `data.object`. */
 export const EVENT_OBJECTS = {
   "issuing_authorization.request": issuingAuthorization,
@@ -82,6 +90,8 @@ export const EVENT_OBJECTS = {
   "issuing_authorization.updated": issuingAuthorization,
   "issuing_transaction.created": issuingTransaction,
   "payment_intent.canceled": paymentIntent,
+  "refund.failed": refund,
+  "refund.updated": refund,
 } as const satisfies Record<string, z.ZodType>;
 
 /** The envelope's fields besides `type` and `data`. */

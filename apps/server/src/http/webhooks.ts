@@ -22,6 +22,8 @@ type Outcome = "approved" | "declined" | "applied" | "ignored" | "too_early";
  *   gives the card back) and reversals or expiries of authorizations that will not settle.
  * - issuing_transaction.created: settlement (captures, for any amount) and refunds: money moves here.
  * - payment_intent.canceled: a card's hold lapsed or was canceled: the card is closed at once.
+ * - refund.failed / refund.updated (failed or canceled): a refund that did not reach the customer
+ *   after all: its payment needs an operator.
  * Events are deduplicated by id in stripe_events, except the request event: its authorization's
  * own unique key (authorizations.processor_authorization_id) already makes a replay, or a duplicate
  * racing it, get the decision recorded the first time, so it skips two writes on the hot path.
@@ -160,6 +162,17 @@ export async function registerStripeWebhooks(app: FastifyInstance, services: Ser
           await lifecycle.settle(card, { amountCents: owed, authorizationId: auth?.id ?? null, processorTransactionId: tx.id, merchantName });
         }
         return "applied";
+      }
+      case "refund.failed":
+      case "refund.updated": {
+        // A refund Stripe accepted and then could not deliver (the card closed, say): the customer
+        // did not get that money back, so its payment needs an operator.
+        const re = event.data.object;
+        if (re.status !== "failed" && re.status !== "canceled") return "ignored";
+        const paymentId = re.metadata?.request?.split(":")[0];
+        if (!paymentId) return "ignored";
+        const reason = `Stripe refund ${re.id} ${re.status}${re.failure_reason ? ` (${re.failure_reason})` : ""}`;
+        return (await services.payments.failedAfterSuccess(mode, paymentId, reason)) ? "applied" : "ignored";
       }
       case "payment_intent.canceled": {
         // A hold canceled at Stripe (it lapsed after about 7 days): the card must not take more.

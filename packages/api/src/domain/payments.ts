@@ -178,15 +178,25 @@ export class PaymentQueue {
   }
 
   /**
-   * Writes the outcome of an attempt at a pending payment; one that leaves it uncollected or
-   * needing an operator is announced (payment.uncollected, processor.attention_needed) with it.
+   * A payment the processor reported failed after it had succeeded (a refund Stripe could not
+   * deliver): it needs an operator. False if there is no such succeeded payment in that mode.
    */
-  private async conclude(payment: Payment, outcome: Partial<Payment> & { status: Payment["status"] }): Promise<void> {
+  async failedAfterSuccess(mode: Payment["mode"], id: string, error: string): Promise<boolean> {
+    const payment = await this.repo.findOneBy({ id, mode, status: "succeeded" });
+    return payment !== null && (await this.conclude(payment, { status: "attention", last_error: error.slice(0, 500), updated_at: Date.now() }, "succeeded"));
+  }
+
+  /**
+   * Writes the outcome of an attempt at a payment still in status `from`; one that leaves it
+   * uncollected or needing an operator is announced (payment.uncollected, processor.attention_needed) with it.
+   */
+  private async conclude(payment: Payment, outcome: Partial<Payment> & { status: Payment["status"] }, from: Payment["status"] = "pending"): Promise<boolean> {
     const type = outcome.status === "uncollected" ? "payment.uncollected" : outcome.status === "attention" ? "processor.attention_needed" : null;
-    await commitWithEvents(
+    const done = await commitWithEvents(
       this.deps.ds,
-      [this.repo.updateStatement({ id: payment.id, status: "pending" }, outcome, 1)],
+      [this.repo.updateStatement({ id: payment.id, status: from }, outcome, 1)],
       type ? [{ accountId: payment.account_id, mode: payment.mode, type, object: operatorPaymentView({ ...payment, ...outcome }), actor: SYSTEM }] : [],
     );
+    return done !== null;
   }
 }
