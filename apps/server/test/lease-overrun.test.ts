@@ -45,6 +45,24 @@ describe(`a request that outlives its creation lease (${dbKind}, ${processor})`,
     return { request, cardId, recovered: row.processor_card_id as string };
   }
 
+  /**
+   * Starts a create, and at its stall makes approval required, lets the request's key and card
+   * leases run out, and retries with its key: the retry (its first attempt presumed dead) answers.
+   */
+  async function overrunWithRetry() {
+    const request = s.request("POST", "/v1/cards", { key, body: { amount_cents: 700 }, headers: { "idempotency-key": "overrun" } });
+    await paused;
+    const cardId = stalled!.cardId;
+    expect((await s.request("PUT", "/v1/policies/default", { key, body: { approval_required: true, max_amount_cents: 50000 } })).status).toBe(200);
+    await s.query("UPDATE cards SET lease_until = 1 WHERE id = ?", [cardId]);
+    await s.query("UPDATE idempotency_keys SET locked_until = 1");
+    const retry = await s.request("POST", "/v1/cards", { key, body: { amount_cents: 700 }, headers: { "idempotency-key": "overrun" } });
+    expect(retry.status, JSON.stringify(retry.body)).toBe(201);
+    expect(retry.body.id).toBe(cardId);
+    expect(await s.query("SELECT id FROM approvals")).toEqual([]);
+    return { request, cardId };
+  }
+
   it("its late mint is revoked, and it answers with the card the recovery finished", async () => {
     const { request, cardId, recovered } = await overrun();
     stalled!.resume();
@@ -77,5 +95,11 @@ describe(`a request that outlives its creation lease (${dbKind}, ${processor})`,
     const retry = await s.request("POST", "/v1/cards", { key, body: { amount_cents: 700 }, headers: { "idempotency-key": "overrun" } });
     expect(retry.status).toBe(201);
     expect(retry.body.id).toBe(cardId);
+  });
+
+  it("the client's retry that takes over its key answers with its card, even with approval required since: no approval too", async () => {
+    const { request, cardId } = await overrunWithRetry();
+    stalled!.resume();
+    expect((await request).body.id).toBe(cardId);
   });
 });

@@ -18,6 +18,8 @@ export interface Context {
    * request creates, so a retry after a crash finds it, and a key reused after 24 h does not.
    */
   creationKey?: string;
+  /** The claim of that key was taken over from an earlier request that died: it may have made something. */
+  creationRetry?: boolean;
   /**
    * Success status chosen by the procedure (201, 202; 200 when unset). A holder object, because
    * middleware hands procedures a copy of the context.

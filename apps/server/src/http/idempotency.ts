@@ -6,7 +6,7 @@ import { sendError } from "./errors.js";
 declare module "fastify" {
   interface FastifyRequest {
     /** The Idempotency-Key this request claimed; its response is stored on send. */
-    idempotency?: { keyId: string; key: string; scope: string };
+    idempotency?: { keyId: string; key: string; scope: string; retry: boolean };
   }
 }
 
@@ -71,7 +71,7 @@ export function registerIdempotency(app: FastifyInstance, services: Services) {
       reply.code(outcome.status).header("Idempotent-Replayed", "true").type("application/json").send(outcome.body);
       return true;
     }
-    req.idempotency = { keyId, key, scope: outcome.scope };
+    req.idempotency = { keyId, key, scope: outcome.scope, retry: outcome.retry };
     return false;
   };
   // Callback hooks, not async ones: most requests pass straight through, without a promise each.

@@ -61,6 +61,7 @@ export function registerTransports(app: FastifyInstance, services: Services) {
       principal: req.principal ?? null,
       admin: req.isAdmin === true,
       creationKey: req.idempotency?.scope,
+      creationRetry: req.idempotency?.retry === true,
       response: {},
       reportError: (status, envelope, error) => {
         req.errorEnvelope = envelope;

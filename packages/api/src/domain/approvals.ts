@@ -31,6 +31,11 @@ export class ApprovalService {
     return fastRepository(this.deps.ds, ApprovalEntity);
   }
 
+  /** The approval a claim of an Idempotency-Key recorded (CardService's creation key), if any. */
+  byCreationKey(creationKey: string): Promise<Approval | null> {
+    return this.repo.findOneBy({ creation_key: creationKey });
+  }
+
   async request(
     p: Principal,
     input: { amountCents: number; agentId: string | null; purpose: string | null; overrideMax: number | null; creationKey: string | null },
@@ -62,7 +67,7 @@ export class ApprovalService {
       );
     } catch (err) {
       if (!isUniqueViolation(err) || !input.creationKey) throw err;
-      return (await this.repo.findOneBy({ creation_key: input.creationKey }))!;
+      return (await this.byCreationKey(input.creationKey))!;
     }
     // Not read back: its seq comes from the insert, as for cards (CardIssuer.issue).
     return { ...approval, seq: insertedId(inserted![0]!) };

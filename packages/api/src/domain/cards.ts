@@ -1,6 +1,6 @@
 import { In, IsNull } from "typeorm";
 import { affected } from "../db/datasource.js";
-import { CardEntity, type Approval, type Card, type Mode } from "../db/entities.js";
+import { CardEntity, type Account, type Approval, type Card, type Mode } from "../db/entities.js";
 import { missingSetup, type AccountService } from "./accounts.js";
 import type { ApprovalService } from "./approvals.js";
 import { backoffMs, MAX_ATTEMPTS } from "./backoff.js";
@@ -74,9 +74,15 @@ export class CardService {
     return fastRepository(this.deps.ds, CardEntity);
   }
 
-  /** Order of checks (DESIGN 3.4): setup → policy maximum → approval → hold and mint. */
-  async create(p: Principal, input: CreateCardInput, creationKey?: string): Promise<CreateCardResult> {
+  /**
+   * Order of checks (DESIGN 3.4): setup → policy maximum → approval → hold and mint. A retry whose
+   * request died (`retried`) is answered from what that request made, if anything: its card or its
+   * approval, even if the policy changed since (deciding afresh would make the other one too).
+   */
+  async create(p: Principal, input: CreateCardInput, creationKey?: string, retried = false): Promise<CreateCardResult> {
     const { account, decision } = await this.decide(p, input);
+    const earlier = retried && creationKey ? await this.madeBy(p, account, creationKey) : null;
+    if (earlier) return earlier;
     if (decision.error) throw decision.error;
     const fields = { amountCents: input.amount_cents, agentId: input.agent_id ?? null, purpose: input.purpose ?? null };
     if (decision.decision === "approval_required") {
@@ -88,6 +94,15 @@ export class CardService {
       return { kind: "pending", approval };
     }
     return { kind: "card", card: await this.issuer.issue(p, account, { ...fields, creationKey: creationKey ?? null }) };
+  }
+
+  /** What an earlier claim of a creation key made: its approval, or its card unless that failed. */
+  private async madeBy(p: Principal, account: Account, creationKey: string): Promise<CreateCardResult | null> {
+    const approval = await this.approvals.byCreationKey(creationKey);
+    if (approval) return { kind: "pending", approval };
+    const card = await this.repo.findOneBy({ creation_key: creationKey });
+    const resumed = card ? await this.issuer.resume(account, card.id, actorOf(p)) : null;
+    return resumed ? { kind: "card", card: resumed } : null;
   }
 
   /**

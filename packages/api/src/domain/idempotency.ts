@@ -8,8 +8,8 @@ import { fastRepository } from "../db/fast.js";
 export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
 
 export type IdempotencyOutcome =
-  /** `scope` names this claim of the key: `<key id>:<key>:<claimed at>`. */
-  | { kind: "proceed"; scope: string }
+  /** `scope` names this claim of the key: `<key id>:<key>:<claimed at>`; `retry`: it was taken over from a request that died. */
+  | { kind: "proceed"; scope: string; retry: boolean }
   | { kind: "replay"; status: number; body: string };
 
 /**
@@ -40,7 +40,7 @@ export class IdempotencyStore {
           created_at: now,
           expires_at: now + IDEMPOTENCY_TTL_MS,
         });
-        return { kind: "proceed", scope: `${apiKeyId}:${key}:${now}` };
+        return { kind: "proceed", scope: `${apiKeyId}:${key}:${now}`, retry: false };
       } catch (err) {
         if (!isUniqueViolation(err)) throw err;
       }
@@ -62,7 +62,7 @@ export class IdempotencyStore {
         { api_key_id: apiKeyId, idem_key: key, status: "RUNNING", locked_until: LessThan(now) },
         { locked_until: lockUntil },
       );
-      if (affected(takeover) === 1) return { kind: "proceed", scope: `${apiKeyId}:${key}:${found.created_at}` };
+      if (affected(takeover) === 1) return { kind: "proceed", scope: `${apiKeyId}:${key}:${found.created_at}`, retry: true };
       break;
     }
     throw new AppError(409, "idempotency_key_in_use", "A request with this Idempotency-Key is still running; retry shortly.");

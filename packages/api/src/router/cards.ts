@@ -23,7 +23,7 @@ export const cardsRouter = router({
     .input(s.createCardInput)
     .output(s.createCardOutput)
     .mutation(async ({ ctx, input }) => {
-      const result = await ctx.services.cards.create(ctx.principal, input, ctx.creationKey);
+      const result = await ctx.services.cards.create(ctx.principal, input, ctx.creationKey, ctx.creationRetry);
       if (result.kind === "pending") {
         ctx.response.status = 202;
         return {
