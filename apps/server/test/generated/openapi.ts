@@ -4003,6 +4003,7 @@ export interface operations {
                      *           "kind": "charge",
                      *           "amount_cents": 350,
                      *           "status": "uncollected",
+                     *           "waived_cents": 0,
                      *           "attempts": 3,
                      *           "last_error": "card_declined: Your card was declined.",
                      *           "created_at": "2026-11-03T14:12:31.000Z",
