@@ -379,6 +379,33 @@ describe(`stripe webhooks (${dbKind})`, () => {
       expect(announced.map((e: any) => e.data.object.id)).toContain(listed.id);
       // Told again (another event id): nothing more changes.
       expect((await deliver("refund.failed", { ...refund, status: "failed" })).body.outcome).toBe("ignored");
+      // A key that is not a refund payment's own (a top-up of a charge below Stripe's minimum) marks nothing.
+      const topUp = { ...refund, id: "re_top_up", metadata: { request: `${listed.id}:charge:refund` } };
+      expect((await deliver("refund.failed", { ...topUp, status: "failed" })).body.outcome).toBe("ignored");
+    });
+
+    it("news of a failed refund while our attempt at it is still out is answered 409 and applied on redelivery", async () => {
+      const { account, issued } = await openCard(1000);
+      const auth = authorizationFor(issued, 500, { pending: true });
+      await deliver("issuing_authorization.request", auth);
+      await deliver("issuing_transaction.created", { ...captureTransactionFor(issued, 500), authorization: auth.id });
+      fake.fail("refunds.create", faults.serverError(), Number.POSITIVE_INFINITY);
+      try {
+        await deliver("issuing_transaction.created", { ...captureTransactionFor(issued, 0), id: "ipi_refund_out", type: "refund", amount: 100 });
+      } finally {
+        fake.clearFaults();
+      }
+      const [pending] = await s.query("SELECT id, status FROM payments WHERE account_id = ? AND kind = 'refund'", [account.id]);
+      expect(pending.status).toBe("pending");
+      const news = { id: "re_out_1", object: "refund", status: "failed", metadata: { request: `${pending.id}:refund` } };
+      const first = await deliver("refund.failed", news);
+      expectError(first, 409, "event_too_early");
+      // Our retry makes the refund; Stripe's redelivery of the same event then applies.
+      await s.query("UPDATE payments SET next_attempt_at = 0 WHERE id = ?", [pending.id]);
+      await s.app.services.maintenance.run();
+      expect((await s.query("SELECT status FROM payments WHERE id = ?", [pending.id]))[0].status).toBe("succeeded");
+      expect((await deliver("refund.failed", news, { id: first.event.id })).body.outcome).toBe("applied");
+      expect((await s.query("SELECT status FROM payments WHERE id = ?", [pending.id]))[0].status).toBe("attention");
     });
 
     it("a capture failure at settlement: the transaction stands and the retry queue captures", async () => {

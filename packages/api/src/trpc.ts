@@ -18,7 +18,7 @@ export interface Context {
    * request creates, so a retry after a crash finds it, and a key reused after 24 h does not.
    */
   creationKey?: string;
-  /** The claim of that key was taken over from an earlier request that died: it may have made something. */
+  /** The claim of that key was taken over from an earlier request (one that died, or failed): it may have made something. */
   creationRetry?: boolean;
   /**
    * Success status chosen by the procedure (201, 202; 200 when unset). A holder object, because

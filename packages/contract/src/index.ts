@@ -118,7 +118,7 @@ export const balance = z.object({
   max_per_card_cents: z.number().int(),
   approval_required: z.boolean(),
   setup_complete: z.boolean(),
-  uncollected_cents: z.number().int().describe("Money spent beyond cards' holds that the payment method refused"),
+  uncollected_cents: z.number().int().describe("Money spent beyond cards' holds that the payment method refused, less what refunds waived of it"),
 });
 
 export const policy = z.object({ approval_required: z.boolean(), max_amount_cents: z.number().int() });

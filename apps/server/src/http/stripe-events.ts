@@ -7,8 +7,8 @@ import { z } from "zod";
  * (the event log, the purchase path, a response header) uses it.
  *
  * Schemas are loose objects: Stripe adds fields over time, and fields we do not read pass through.
- * The fields we do read are checked strictly: types, and bounded string lengths (ids fit the
- * varchar(255) columns that keep them).
+ * The fields we decide on are checked strictly: types, and bounded string lengths (ids fit the
+ * varchar(255) columns that keep them). Merchant data, only shown, is cut to size or left out.
  *
  * A handled event type is one entry in EVENT_OBJECTS: the event type and the schema of its
  * `data.object`. Any other type needs only a valid envelope; the handler acknowledges and ignores it.

@@ -89,7 +89,7 @@ export async function registerStripeWebhooks(app: FastifyInstance, services: Ser
     }
     if (outcome === "too_early") {
       await events.release(event.id);
-      return sendError(req, reply, new AppError(409, "event_too_early", "This event is about an authorization not recorded yet (its issuing_authorization.created comes later); redeliver it."));
+      return sendError(req, reply, new AppError(409, "event_too_early", "This event is about something whose own outcome is not recorded yet (an authorization's .created, a refund's answer); redeliver it."));
     }
     await events.complete(event.id, outcome);
     return reply.code(200).send({ received: true, outcome });
@@ -166,13 +166,12 @@ export async function registerStripeWebhooks(app: FastifyInstance, services: Ser
       case "refund.failed":
       case "refund.updated": {
         // A refund Stripe accepted and then could not deliver (the card closed, say): the customer
-        // did not get that money back, so its payment needs an operator.
+        // did not get that money back, so its payment needs an operator. Its metadata `request`
+        // is the key it was made under.
         const re = event.data.object;
-        if (re.status !== "failed" && re.status !== "canceled") return "ignored";
-        const paymentId = re.metadata?.request?.split(":")[0];
-        if (!paymentId) return "ignored";
-        const reason = `Stripe refund ${re.id} ${re.status}${re.failure_reason ? ` (${re.failure_reason})` : ""}`;
-        return (await services.payments.failedAfterSuccess(mode, paymentId, reason)) ? "applied" : "ignored";
+        const request = re.metadata?.request;
+        if ((re.status !== "failed" && re.status !== "canceled") || !request) return "ignored";
+        return services.payments.refundFailed(mode, request, `Stripe refund ${re.id} ${re.status}${re.failure_reason ? ` (${re.failure_reason})` : ""}`);
       }
       case "payment_intent.canceled": {
         // A hold canceled at Stripe (it lapsed after about 7 days): the card must not take more.

@@ -863,7 +863,7 @@ export interface components {
             max_per_card_cents: number;
             approval_required: boolean;
             setup_complete: boolean;
-            /** @description Money spent beyond cards' holds that the payment method refused */
+            /** @description Money spent beyond cards' holds that the payment method refused, less what refunds waived of it */
             uncollected_cents: number;
         };
         Authorization: {

@@ -8,7 +8,7 @@ import { fastRepository } from "../db/fast.js";
 export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
 
 export type IdempotencyOutcome =
-  /** `scope` names this claim of the key: `<key id>:<key>:<claimed at>`; `retry`: it was taken over from a request that died. */
+  /** `scope` names this claim of the key: `<key id>:<key>:<claimed at>`; `retry`: it was taken over from an earlier request (one that died, or failed with a 5xx), which may have made something. */
   | { kind: "proceed"; scope: string; retry: boolean }
   | { kind: "replay"; status: number; body: string };
 

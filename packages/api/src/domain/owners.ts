@@ -1,5 +1,5 @@
 import { LessThan, type EntityManager } from "typeorm";
-import { isUniqueViolation } from "../db/datasource.js";
+import { databaseKind, isUniqueViolation } from "../db/datasource.js";
 import { AccountEntity, OwnerEntity, OwnerInviteEntity, OwnerSessionEntity, SignInFailureEntity, type Owner } from "../db/entities.js";
 import type { Deps } from "./deps.js";
 import { AppError, notFound } from "./errors.js";
@@ -131,7 +131,7 @@ export class OwnerService {
     const update =
       "blocked_until = CASE WHEN updated_at >= ? AND failures + 1 >= ? THEN ? ELSE NULL END, failures = CASE WHEN updated_at >= ? THEN failures + 1 ELSE 1 END, updated_at = ?";
     const insert = "INSERT INTO sign_in_failures (email_hash, failures, blocked_until, updated_at) VALUES (?, 1, NULL, ?)";
-    const upsert = this.ds.options.type === "mysql" ? `${insert} ON DUPLICATE KEY UPDATE ${update}` : `${insert} ON CONFLICT(email_hash) DO UPDATE SET ${update}`;
+    const upsert = databaseKind(this.ds) === "mysql" ? `${insert} ON DUPLICATE KEY UPDATE ${update}` : `${insert} ON CONFLICT(email_hash) DO UPDATE SET ${update}`;
     const stale = now - BLOCK_MS;
     await this.ds.query(upsert, [emailHash, now, stale, MAX_FAILED_SIGN_INS, now + BLOCK_MS, stale, now]);
   }

@@ -11,6 +11,9 @@ import { callProcessor } from "./processor-call.js";
 import { commitWithEvents, SYSTEM } from "./events.js";
 import { operatorPaymentView } from "./views.js";
 
+/** One key per payment and kind: a capture that became a charge calls another endpoint with other parameters. */
+const processorKey = (payment: Payment) => `${payment.id}:${payment.kind}`;
+
 /** A payment row to insert with the transaction that causes it (runAtomically). */
 export type NewPayment = Pick<Payment, "kind" | "amount_cents" | "refund_of">;
 
@@ -87,8 +90,9 @@ export class PaymentQueue {
       order: { seq: "DESC" },
       take: 100,
     });
-    const uncollected = rows.filter((p) => p.status === "uncollected").map((p) => p.id);
-    const waivers = uncollected.length ? await this.repo.find({ where: { refund_of: In(uncollected), status: "waived" } }) : [];
+    const uncollected = rows.filter((p) => p.status === "uncollected");
+    // By their cards (ix_payments_card): refund_of has no index of its own.
+    const waivers = uncollected.length ? await this.repo.find({ where: { card_id: In(uncollected.map((p) => p.card_id)), status: "waived" } }) : [];
     return rows.map((payment) => ({
       payment,
       waivedCents: waivers.filter((w) => w.refund_of === payment.id).reduce((n, w) => n + w.amount_cents, 0),
@@ -144,8 +148,7 @@ export class PaymentQueue {
     const processor = this.deps.processors(card.mode);
     const pa = processorAccount(await this.accounts.get(card.account_id), card.mode);
     const timeout = this.deps.config.processorTimeoutMs;
-    // One key per payment and kind: a capture that became a charge calls another endpoint with other parameters.
-    const key = `${payment.id}:${payment.kind}`;
+    const key = processorKey(payment);
     switch (payment.kind) {
       case "hold_capture":
         if (payment.amount_cents === 0) await callProcessor("cancel", timeout, () => processor.cancelHold(pa, card.hold_id!, key));
@@ -178,12 +181,17 @@ export class PaymentQueue {
   }
 
   /**
-   * A payment the processor reported failed after it had succeeded (a refund Stripe could not
-   * deliver): it needs an operator. False if there is no such succeeded payment in that mode.
+   * A refund the processor reported failed after accepting it (Stripe's refund.failed), named by
+   * the idempotency key it was made under: that refund payment needs an operator. `too_early`
+   * while our own attempt at it has not concluded (the processor redelivers the news); `ignored`
+   * for any other key (not ours, or the processor-side top-up of a charge below its minimum).
    */
-  async failedAfterSuccess(mode: Payment["mode"], id: string, error: string): Promise<boolean> {
-    const payment = await this.repo.findOneBy({ id, mode, status: "succeeded" });
-    return payment !== null && (await this.conclude(payment, { status: "attention", last_error: error.slice(0, 500), updated_at: Date.now() }, "succeeded"));
+  async refundFailed(mode: Payment["mode"], key: string, error: string): Promise<"applied" | "ignored" | "too_early"> {
+    const payment = await this.repo.findOneBy({ id: key.split(":")[0], mode, kind: "refund" });
+    if (!payment || processorKey(payment) !== key || (payment.status !== "pending" && payment.status !== "succeeded")) return "ignored";
+    if (payment.status === "pending") return "too_early";
+    const outcome = { status: "attention" as const, last_error: error.slice(0, 500), updated_at: Date.now() };
+    return (await this.conclude(payment, outcome, "succeeded")) ? "applied" : "ignored";
   }
 
   /**

@@ -3,8 +3,8 @@ import type { MigrationInterface, QueryRunner } from "typeorm";
 /**
  * cards.ledger_version: bumped by every settlement and refund of the card, in the transaction that
  * moves its spent_cents, so one computed from a reading of the card's money commits only if
- * nothing moved it since (CardLifecycle). A plain ADD COLUMN on SQLite keeps the table WITHOUT
- * ROWID (TypeORM's addColumn would rebuild it without).
+ * nothing moved it since (CardLifecycle). A plain ADD COLUMN: on SQLite, TypeORM's addColumn
+ * rebuilds the table, and the rebuild would drop the card_balances triggers (1733900000000).
  */
 export class CardLedgerVersion1734700000000 implements MigrationInterface {
   name = "CardLedgerVersion1734700000000";
