@@ -1,4 +1,4 @@
-import { IsNull, LessThan, MoreThan } from "typeorm";
+import { IsNull, LessThan, MoreThan, type FindOptionsWhere } from "typeorm";
 import { isUniqueViolation } from "../db/datasource.js";
 import {
   AuthorizationEntity,
@@ -161,21 +161,10 @@ export class CardLifecycle {
       }
       if (row.decline_reason === null) {
         const approved = { ...row, approved: true, status: "pending" as const, consumed_card: true };
-        const use = this.cards.updateStatement(
-          {
-            id: card.id,
-            status: "OPEN",
-            hold_status: "OPEN",
-            expires_at: MoreThan(now),
-            remaining_cents: MoreThan(req.amountCents - 1),
-          },
-          { status: "USED", remaining_cents: 0, used_at: now, used_key: req.usedKey ?? null },
-          1,
-        );
-        const used: Card = { ...card, status: "USED", remaining_cents: 0, used_at: now, used_key: req.usedKey ?? null };
-        const done = await commitWithEvents(this.deps.ds, [use, this.authorizations.insertStatement(approved)], [
+        const use = this.use(card, { hold_status: "OPEN", expires_at: MoreThan(now), remaining_cents: MoreThan(req.amountCents - 1) }, now, req.usedKey);
+        const done = await commitWithEvents(this.deps.ds, [use.step, this.authorizations.insertStatement(approved)], [
           this.event(card, "authorization.approved", authorizationView({ ...approved, seq: 0 })),
-          this.event(card, "card.used", cardListView(used)),
+          use.event,
         ]);
         if (done) return { ...approved, seq: 0 };
         // Another authorization or a close won the card in between.
@@ -188,6 +177,18 @@ export class CardLifecycle {
       if (!isUniqueViolation(err) || !req.processorAuthorizationId) throw err;
       return (await this.authorizations.findOneBy({ processor_authorization_id: req.processorAuthorizationId }))!;
     }
+  }
+
+  /**
+   * The step that spends an OPEN card (status USED, nothing remaining; `usedKey` is the request
+   * using it), only while it is still OPEN and meets `guard`, with its card.used event.
+   */
+  private use(card: Card, guard: FindOptionsWhere<Card>, now: number, usedKey?: string): { step: Statement; event: NewEvent } {
+    const change = { status: "USED" as const, remaining_cents: 0, used_at: now, used_key: usedKey ?? null };
+    return {
+      step: this.cards.updateStatement({ ...guard, id: card.id, status: "OPEN" }, change, 1),
+      event: this.event(card, "card.used", cardListView({ ...card, ...change })),
+    };
   }
 
   /** Records a decision that changes no card: a decline, or a verification (zero amount). */
@@ -281,9 +282,9 @@ export class CardLifecycle {
       if (current.status === "OPEN") {
         // Settled with no authorization of ours using the card (a force capture, a capture before
         // its authorization is recorded or after it gave the card back): the card is spent.
-        const used: Card = { ...current, status: "USED", remaining_cents: 0, used_at: txn.created_at };
-        steps.push(this.cards.updateStatement({ id: card.id, status: "OPEN" }, { status: "USED", remaining_cents: 0, used_at: txn.created_at }, 1));
-        events.push(this.event(card, "card.used", cardListView(used)));
+        const use = this.use(current, {}, txn.created_at);
+        steps.push(use.step);
+        events.push(use.event);
       }
       if (holdOpen) {
         steps.push(this.cards.updateStatement({ id: card.id, hold_status: "OPEN" }, { hold_status: "CAPTURED" }, 1));
