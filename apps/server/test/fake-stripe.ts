@@ -107,6 +107,7 @@ export class FakeStripe {
   /** Each card's number (Luhn-valid, ending in its last4) and CVC: only an ephemeral key's expanded read shows them. */
   readonly cardSecrets = new Map<string, { number: string; cvc: string }>();
   readonly refunds = new Map<string, FakeRefund>();
+  private readonly refundFailures: Stripe.Refund.FailureReason[] = [];
   readonly setupIntents = new Map<string, FakeSetupIntent>();
   /** Stripe's verdict on every cardholder made from now on (setCardholderState), e.g. under review at once. */
   newCardholderState: Parameters<FakeStripe["setCardholderState"]>[1] | null = null;
@@ -308,7 +309,18 @@ export class FakeStripe {
           const amount = r.params.amount !== undefined ? Number(r.params.amount) : left;
           if (!Number.isInteger(amount) || amount <= 0 || amount > left)
             return invalid(`Refund amount ($${(amount / 100).toFixed(2)}) is greater than unrefunded amount on charge ($${(left / 100).toFixed(2)})`, "amount_too_large");
-          const refund: FakeRefund = { id: rid("re"), object: "refund", created: unixNow(), amount, currency: pi.currency, payment_intent: pi.id, status: "succeeded", metadata: meta(r.params) };
+          const failure = this.refundFailures.shift();
+          const refund: FakeRefund = {
+            id: rid("re"),
+            object: "refund",
+            created: unixNow(),
+            amount,
+            currency: pi.currency,
+            payment_intent: pi.id,
+            status: failure ? "failed" : "succeeded",
+            ...(failure ? { failure_reason: failure } : {}),
+            metadata: meta(r.params),
+          };
           this.refunds.set(refund.id, refund);
           return ok(refund);
         },
@@ -595,10 +607,15 @@ export class FakeStripe {
     this.faultQueue.length = 0;
   }
 
-  /** Cents refunded so far on a PaymentIntent. */
+  /** The next refunds created come back `failed` at once, for these reasons (Stripe rarely does this synchronously). */
+  failRefunds(...reasons: Stripe.Refund.FailureReason[]): void {
+    this.refundFailures.push(...reasons);
+  }
+
+  /** Cents refunded so far on a PaymentIntent (failed refunds gave nothing back). */
   refunded(paymentIntentId: string): number {
     let sum = 0;
-    for (const r of this.refunds.values()) if (r.payment_intent === paymentIntentId) sum += r.amount;
+    for (const r of this.refunds.values()) if (r.payment_intent === paymentIntentId && r.status !== "failed") sum += r.amount;
     return sum;
   }
 

@@ -384,6 +384,26 @@ describe(`stripe webhooks (${dbKind})`, () => {
       expect((await deliver("refund.failed", { ...topUp, status: "failed" })).body.outcome).toBe("ignored");
     });
 
+    it("a refund Stripe answers failed at once: its payment needs an operator at once, announced, not retried", async () => {
+      const { account, key, card, issued, pi } = await openCard(1000);
+      const auth = authorizationFor(issued, 800, { pending: true });
+      await deliver("issuing_authorization.request", auth);
+      await deliver("issuing_transaction.created", { ...captureTransactionFor(issued, 800), authorization: auth.id });
+      fake.failRefunds("lost_or_stolen_card");
+      await deliver("issuing_transaction.created", { ...captureTransactionFor(issued, 0), id: "ipi_refund_fails_at_once", type: "refund", amount: 200 });
+      const [listed] = (await s.admin("GET", `/payments?status=attention&account_id=${account.id}`)).body.data;
+      expect(listed).toMatchObject({ card_id: card.id, kind: "refund", amount_cents: 200, status: "attention" });
+      expect(listed.last_error).toMatch(/^Stripe refund re_\w+ failed \(lost_or_stolen_card\)$/);
+      const announced = (await s.request("GET", "/v1/events?type=processor.attention_needed", { key })).body.data;
+      expect(announced.map((e: any) => e.data.object.id)).toContain(listed.id);
+      expect(fake.refunded(pi.id)).toBe(0);
+      // The queue does not ask again: the same key would answer the same failure.
+      const calls = fake.calls("/v1/refunds", "POST").length;
+      await s.query("UPDATE payments SET next_attempt_at = 0 WHERE card_id = ?", [card.id]);
+      await s.app.services.maintenance.run();
+      expect(fake.calls("/v1/refunds", "POST")).toHaveLength(calls);
+    });
+
     it("news of a failed refund while our attempt at it is still out is answered 409 and applied on redelivery", async () => {
       const { account, issued } = await openCard(1000);
       const auth = authorizationFor(issued, 500, { pending: true });

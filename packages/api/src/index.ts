@@ -15,7 +15,7 @@ export { describeIssues, validationError, type ValidationIssue } from "./domain/
 export { randomToken, newId } from "./domain/ids.js";
 export { SIMULATED_PROCESSOR_CARDS_PATH, SimulatedProcessor, type SimFault, type SimStep, type SimulatedIssuingCard } from "./processor/simulated.js";
 export type { Processor, ProcessorResolver, RevealEndpoint } from "./processor/types.js";
-export { StripeProcessor, EPHEMERAL_KEY_API_VERSION, type StripeProcessorOptions } from "./processor/stripe.js";
+export { StripeProcessor, EPHEMERAL_KEY_API_VERSION, refundFailure, type StripeProcessorOptions } from "./processor/stripe.js";
 export { ProcessorEventLog } from "./processor/events.js";
 export { buildOpenApiDocument } from "./openapi.js";
 export { adminRouter, type AdminRouter } from "./router/admin.js";

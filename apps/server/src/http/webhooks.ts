@@ -1,4 +1,4 @@
-import { AppError, ProcessorEventLog, type Mode, type Services } from "@cardctl/api";
+import { AppError, ProcessorEventLog, refundFailure, type Mode, type Services } from "@cardctl/api";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import Stripe from "stripe";
 import { sendError } from "./errors.js";
@@ -170,8 +170,9 @@ export async function registerStripeWebhooks(app: FastifyInstance, services: Ser
         // is the key it was made under.
         const re = event.data.object;
         const request = re.metadata?.request;
-        if ((re.status !== "failed" && re.status !== "canceled") || !request) return "ignored";
-        return services.payments.refundFailed(mode, request, `Stripe refund ${re.id} ${re.status}${re.failure_reason ? ` (${re.failure_reason})` : ""}`);
+        const failure = refundFailure(re);
+        if (!failure || !request) return "ignored";
+        return services.payments.refundFailed(mode, request, failure);
       }
       case "payment_intent.canceled": {
         // A hold canceled at Stripe (it lapsed after about 7 days): the card must not take more.

@@ -1,7 +1,7 @@
 import { In, LessThan } from "typeorm";
 import { CardEntity, PaymentEntity, type Card, type Payment } from "../db/entities.js";
 import { fastRepository, runSql, type Statement } from "../db/fast.js";
-import { HoldUnavailableError, PaymentDeclinedError } from "../processor/types.js";
+import { HoldUnavailableError, PaymentDeclinedError, RefundFailedError } from "../processor/types.js";
 import type { AccountService } from "./accounts.js";
 import { backoffMs, MAX_ATTEMPTS } from "./backoff.js";
 import type { Deps } from "./deps.js";
@@ -129,6 +129,11 @@ export class PaymentQueue {
       }
       if (err instanceof PaymentDeclinedError && payment.kind === "charge") {
         await this.conclude(payment, { status: "uncollected", lease_until: null, next_attempt_at: null, last_error: err.message.slice(0, 500), updated_at: Date.now() });
+        return false;
+      }
+      if (err instanceof RefundFailedError) {
+        // Asking again under its key answers the same: the customer's money back needs an operator.
+        await this.conclude(payment, { status: "attention", lease_until: null, next_attempt_at: null, last_error: err.message.slice(0, 500), updated_at: Date.now() });
         return false;
       }
       return this.later(payment, err instanceof Error ? err.message : String(err));

@@ -12,6 +12,7 @@ import {
   HoldUnavailableError,
   PaymentDeclinedError,
   ProcessorError,
+  RefundFailedError,
   SetupIntentError,
   type BrowserSetup,
   type CardRefs,
@@ -128,6 +129,12 @@ function cardholderProblem(ch: Stripe.Issuing.Cardholder): string | null {
     `Stripe will not issue cards to this account's cardholder (${ch.id}): ${reasons.join("; ")}. ` +
     "Update the details with POST /admin/v1/accounts/:id/cardholder (cardctl accounts set-cardholder), or resolve it in the Stripe Dashboard."
   );
+}
+
+/** Why a refund did not reach the customer (failed or canceled at Stripe); null while it stands. */
+export function refundFailure(re: Stripe.Refund): string | null {
+  if (re.status !== "failed" && re.status !== "canceled") return null;
+  return `Stripe refund ${re.id} ${re.status}${re.failure_reason ? ` (${re.failure_reason})` : ""}`;
 }
 
 /** Maps any failure of a Stripe call to the processor errors the domain understands. */
@@ -603,7 +610,9 @@ export class StripeProcessor implements Processor {
 
   async refund(account: ProcessorAccount, paymentId: string, amountCents: number, idempotencyKey: string) {
     this.check(account);
-    await this.refundOnce("refund", paymentId, amountCents, idempotencyKey);
+    // Usually a refund fails later (refund.failed); one failed at once is as definite.
+    const failure = refundFailure(await this.refundOnce("refund", paymentId, amountCents, idempotencyKey));
+    if (failure) throw new RefundFailedError(failure);
   }
 
   /** A refund labelled with its key (metadata `request`), so a retry after a 5xx finds it among the payment's refunds. */

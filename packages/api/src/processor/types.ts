@@ -152,6 +152,14 @@ export class HoldUnavailableError extends Error {
   }
 }
 
+/** The processor answered a refund with its definite failure: the money did not go back, and asking again under its key answers the same. */
+export class RefundFailedError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "RefundFailedError";
+  }
+}
+
 /** The saved payment method was declined for the hold. */
 export class PaymentDeclinedError extends Error {
   constructor(readonly declineCode: string) {
