@@ -159,8 +159,17 @@ describe(`authentication (${dbKind})`, () => {
       }
     });
 
-    it("other query parameters are fine", async () => {
+    it("other query parameters are fine, names that merely contain a key's prefix too", async () => {
       expect((await s.request("GET", "/v1/cards?limit=1")).status).toBe(200);
+      for (const agent of ["week_planner", "sleek_bot", "sysadm_helper", "Sk_Test_agent_with_a_long_name"]) {
+        expect((await s.request("GET", `/v1/cards?agent_id=${agent}`)).status).toBe(200);
+        expect((await trpc(s).query("cards.list", { agent_id: agent })).status).toBe(200);
+      }
+    });
+
+    it("a key as the value of any parameter, or inside tRPC's input, is refused", async () => {
+      expectError(await s.request("GET", `/v1/cards?agent_id=${s.apiKey}`), 401, "unauthorized");
+      expectError(await trpc(s).query("cards.list", { agent_id: s.apiKey }), 401, "unauthorized");
     });
   });
 

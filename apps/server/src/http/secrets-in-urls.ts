@@ -14,20 +14,23 @@ const U = "(?:_|%5[Ff])";
 /** Our secrets' shapes: API keys, admin tokens, ephemeral keys, webhook signing secrets. */
 const KEY_SHAPE = `(?:sk${U}(?:test|live)${U}|adm${U}|ek${U}|whsec${U})[A-Za-z0-9%_-]+`;
 const KEY_SHAPED = new RegExp(KEY_SHAPE, "gi");
-/** The same shape, without the global flag: `test` keeps no position between calls. */
-const IS_KEY_SHAPED = new RegExp(KEY_SHAPE, "i");
+/**
+ * A value that holds one of our secrets, to refuse: the prefix as we write it, at the start of a
+ * word, with a secret's length after it (`week_planner` or `sysadm_helper` are names, not keys).
+ */
+const HOLDS_KEY = /(?<![A-Za-z0-9])(?:sk_(?:test|live)_|adm_|ek_|whsec_)[A-Za-z0-9_+/=-]{16,}/;
 const NAMED = new RegExp(`([?&](?:${LOGGED_MASKED})=)[^&#]*`, "gi");
 
-/** The URL as it may be logged: key-shaped values anywhere, and credential-named query values, masked. */
+/** The URL as it may be logged: key-shaped values anywhere (loosely: masking a name costs nothing), and credential-named query values, masked. */
 export const redactUrl = (url: string): string => url.replace(NAMED, "$1[redacted]").replace(KEY_SHAPED, "[redacted]");
 
-/** True when the query string carries a credential: by parameter name, or a key-shaped name or value. */
+/** True when the query string carries a credential: by parameter name, or a name or value holding a key. */
 export function queryCarriesCredential(url: string): boolean {
   const at = url.indexOf("?");
   if (at < 0) return false;
   for (const [name, value] of new URLSearchParams(url.slice(at + 1))) {
     if (CREDENTIAL_NAMES.has(name.toLowerCase())) return true;
-    if (IS_KEY_SHAPED.test(name) || IS_KEY_SHAPED.test(value)) return true;
+    if (HOLDS_KEY.test(name) || HOLDS_KEY.test(value)) return true;
   }
   return false;
 }
