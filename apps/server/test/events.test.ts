@@ -530,6 +530,39 @@ describe(`events (${dbKind}, ${processor})`, () => {
       }
     });
 
+    it("ends once its key is revoked, sending nothing after: at the next event, or at the next heartbeat", async () => {
+      const a = await account();
+      const created = (await s.admin("POST", `/accounts/${a.acct.id}/keys`, { mode: "test", name: "streamer" })).body;
+      const all = await openStream(s.url, created.secret);
+      const quiet = await openStream(s.url, created.secret, { query: "?types=approval.created" });
+      try {
+        await all.until((m) => m.some((x) => x.comment === "connected"), "the stream");
+        await quiet.until((m) => m.some((x) => x.comment === "connected"), "the stream");
+        expect((await s.admin("POST", `/keys/${created.id}/revoke`)).status).toBe(200);
+        await a.post("/v1/cards", { amount_cents: 100 });
+        expect(await all.ended()).toBe(true);
+        expect(await quiet.ended()).toBe(true);
+        expect(all.events().map((e) => e.type)).toEqual([]);
+      } finally {
+        await all.close();
+        await quiet.close();
+      }
+    });
+
+    it("ends once the owner's session is signed out", async () => {
+      const a = await account();
+      const owner = await ownerSession(s, a.acct.id, `stream-${a.acct.id.toLowerCase()}@example.com`);
+      const { cookie } = owner.headers();
+      const stream = await openStream(s.url, null, { headers: { cookie } });
+      try {
+        await stream.until((m) => m.some((x) => x.comment === "ping"), "a heartbeat");
+        expect((await s.request("POST", "/auth/sign-out", { key: null, headers: owner.headers() })).status).toBe(204);
+        expect(await stream.ended()).toBe(true);
+      } finally {
+        await stream.close();
+      }
+    });
+
     it("refuses a missing key and unknown types", async () => {
       const noKey = await fetch(`${s.url}/v1/events/stream`);
       expect(noKey.status).toBe(401);

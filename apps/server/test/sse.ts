@@ -13,10 +13,15 @@ export interface SseMessage {
  * A raw reader of GET /v1/events/stream (fetch, as any client would): the response, the messages
  * parsed so far, and a wait for the next message that matches.
  */
-export async function openStream(baseUrl: string, key: string, o: { query?: string; lastEventId?: string } = {}) {
+export async function openStream(baseUrl: string, key: string | null, o: { query?: string; lastEventId?: string; headers?: Record<string, string> } = {}) {
   const abort = new AbortController();
   const res = await fetch(`${baseUrl}/v1/events/stream${o.query ?? ""}`, {
-    headers: { authorization: `Bearer ${key}`, accept: "text/event-stream", ...(o.lastEventId ? { "last-event-id": o.lastEventId } : {}) },
+    headers: {
+      ...(key ? { authorization: `Bearer ${key}` } : {}),
+      accept: "text/event-stream",
+      ...(o.lastEventId ? { "last-event-id": o.lastEventId } : {}),
+      ...o.headers,
+    },
     signal: abort.signal,
   });
   const messages: SseMessage[] = [];

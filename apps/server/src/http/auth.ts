@@ -50,7 +50,7 @@ export function registerAuth(app: FastifyInstance, services: Services, adminToke
         // (EventSource cannot send headers; the stream checks the value).
         const asked = EVENT_STREAM.test(url) ? (req.query as { mode?: unknown }).mode : undefined;
         const mode = (asked ?? req.headers["cardctl-mode"]) === "live" ? "live" : "test";
-        req.principal = { keyId: owner.ownerId, ownerId: owner.ownerId, accountId: owner.accountId, mode, role: "full" };
+        req.principal = { keyId: owner.ownerId, ownerId: owner.ownerId, sessionId: owner.sessionId, accountId: owner.accountId, mode, role: "full" };
       }
       return;
     }

@@ -36,8 +36,9 @@ function checkMode(raw: unknown, mode: string) {
  * cursor, or an event's id) resumes after that event (see EventFeed). Read from the outbox (EventFeed), so events written by any instance arrive:
  * those committed on this instance at once (the stream is woken), the others at its next poll (every `pollMs`).
  * Comment lines every `heartbeatMs` keep idle proxies from closing it. A request timeout never
- * ends it (Node's requestTimeout covers receiving the request only); the client's disconnect and
- * the server's close do.
+ * ends it (Node's requestTimeout covers receiving the request only); the client's disconnect, the
+ * server's close, and its credential ending do: the key revoked, the owner's session signed out or
+ * expired, checked before each batch of events and at each heartbeat.
  */
 export function registerEventStream(app: FastifyInstance, services: Services, opts: { heartbeatMs: number; pollMs: number }) {
   const open = new Set<() => void>();
@@ -81,7 +82,17 @@ export function registerEventStream(app: FastifyInstance, services: Services, op
     };
     open.add(end);
     res.on("close", end);
-    const heartbeat = setInterval(() => res.write(": ping\n\n"), opts.heartbeatMs);
+    const inForce = () => (principal.sessionId ? services.owners.inForce(principal.sessionId) : services.accounts.keyInForce(principal.keyId));
+    const heartbeat = setInterval(() => {
+      inForce().then(
+        (ok) => {
+          if (ended) return;
+          if (ok) res.write(": ping\n\n");
+          else end();
+        },
+        () => undefined, // the database is away: the next heartbeat checks again
+      );
+    }, opts.heartbeatMs);
 
     // One read of the feed at a time; a wake during one makes another right after it.
     let reading = false;
@@ -90,7 +101,9 @@ export function registerEventStream(app: FastifyInstance, services: Services, op
       clearTimeout(timer);
       reading = true;
       try {
-        for (const { event, cursor } of await feed.next()) {
+        const batch = await feed.next();
+        if (batch.length > 0 && !(await inForce())) return end();
+        for (const { event, cursor } of batch) {
           if (ended) return;
           res.write(`id: ${cursor}\ndata: ${eventJson(event)}\n\n`);
         }

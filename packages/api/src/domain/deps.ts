@@ -44,4 +44,6 @@ export interface Principal {
   role: Role;
   /** Set when an owner's dashboard session made the request: the actor of its events. */
   ownerId?: string;
+  /** With ownerId: the session (owner_ses…) the request came with. */
+  sessionId?: string;
 }

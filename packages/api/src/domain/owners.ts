@@ -179,6 +179,15 @@ export class OwnerService {
     return { ownerId: session.owner_id, email: session.email, accountId: session.account_id, sessionId: session.id, csrfToken: session.csrf_token, expiresAt };
   }
 
+  /** Whether a session still stands (not signed out, not idle too long), without keeping it alive. */
+  async inForce(sessionId: string): Promise<boolean> {
+    const [session]: { expires_at: number | string; revoked_at: number | string | null }[] = await this.ds.query(
+      "SELECT expires_at, revoked_at FROM owner_sessions WHERE id = ?",
+      [sessionId],
+    );
+    return !!session && session.revoked_at === null && Number(session.expires_at) > Date.now();
+  }
+
   /** Signs out: the session is revoked for good (every instance sees it at once: it is a row). */
   async signOut(sessionId: string): Promise<void> {
     await this.ds.query("UPDATE owner_sessions SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL", [Date.now(), sessionId]);
