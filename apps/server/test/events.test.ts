@@ -553,7 +553,7 @@ describe(`events (${dbKind}, ${processor})`, () => {
       const a = await account();
       const owner = await ownerSession(s, a.acct.id, `stream-${a.acct.id.toLowerCase()}@example.com`);
       const { cookie } = owner.headers();
-      const stream = await openStream(s.url, null, { headers: { cookie } });
+      const stream = await openStream(s.url, null, { headers: { cookie: cookie! } });
       try {
         await stream.until((m) => m.some((x) => x.comment === "ping"), "a heartbeat");
         expect((await s.request("POST", "/auth/sign-out", { key: null, headers: owner.headers() })).status).toBe(204);

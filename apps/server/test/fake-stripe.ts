@@ -107,7 +107,7 @@ export class FakeStripe {
   /** Each card's number (Luhn-valid, ending in its last4) and CVC: only an ephemeral key's expanded read shows them. */
   readonly cardSecrets = new Map<string, { number: string; cvc: string }>();
   readonly refunds = new Map<string, FakeRefund>();
-  private readonly refundFailures: Stripe.Refund.FailureReason[] = [];
+  private readonly refundFailures: string[] = [];
   readonly setupIntents = new Map<string, FakeSetupIntent>();
   /** Stripe's verdict on every cardholder made from now on (setCardholderState), e.g. under review at once. */
   newCardholderState: Parameters<FakeStripe["setCardholderState"]>[1] | null = null;
@@ -608,7 +608,7 @@ export class FakeStripe {
   }
 
   /** The next refunds created come back `failed` at once, for these reasons (Stripe rarely does this synchronously). */
-  failRefunds(...reasons: Stripe.Refund.FailureReason[]): void {
+  failRefunds(...reasons: string[]): void {
     this.refundFailures.push(...reasons);
   }
 

@@ -132,7 +132,7 @@ function cardholderProblem(ch: Stripe.Issuing.Cardholder): string | null {
 }
 
 /** Why a refund did not reach the customer (failed or canceled at Stripe); null while it stands. */
-export function refundFailure(re: Stripe.Refund): string | null {
+export function refundFailure(re: { id: string; status?: string | null; failure_reason?: string | null }): string | null {
   if (re.status !== "failed" && re.status !== "canceled") return null;
   return `Stripe refund ${re.id} ${re.status}${re.failure_reason ? ` (${re.failure_reason})` : ""}`;
 }
