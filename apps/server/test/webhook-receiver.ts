@@ -12,6 +12,8 @@ export interface Received {
   headers: Record<string, string>;
   body: string;
   event: any;
+  /** When it arrived (ms). */
+  at: number;
 }
 
 /**
@@ -35,7 +37,7 @@ export async function startReceiver(port = 0) {
       try {
         if (!secret) throw new Error(`no secret for ${path}`);
         const event = new Webhook(secret).verify(body, headers);
-        received.push({ path, headers, body, event });
+        received.push({ path, headers, body, event, at: Date.now() });
       } catch (err) {
         invalid.push(`${path}: ${(err as Error).message}`);
       }

@@ -148,6 +148,38 @@ describe("webhook delivery: a hanging receiver", () => {
   });
 });
 
+describe("webhook delivery: attempts waiting for a slot", () => {
+  it("go where their endpoint says when they leave: a new url, not the old one; none once it is disabled", async () => {
+    // A timeout longer than the test's first part: nothing is retried meanwhile.
+    const server = await startServer({ ...FAST, WEBHOOK_TIMEOUT_MS: "4000" });
+    const receiver = await startReceiver();
+    try {
+      const key = await (await server.newAccount()).key();
+      receiver.behave("/old", "hang");
+      receiver.behave("/gone", "hang");
+      const moved = await endpointFor(server, receiver, "/old", ["policy.updated"], key);
+      const disabled = await endpointFor(server, receiver, "/gone", ["policy.updated"], key);
+      receiver.secret("/new", moved.secret);
+      for (let i = 0; i < 20; i++) await touchPolicy(server, key);
+      // 16 attempts of each hang; the other 4 of each wait in this instance for a slot.
+      await eventually("16 attempts in flight at each", () => receiver.at("/old").length === 16 && receiver.at("/gone").length === 16);
+      expect((await server.request("POST", `/v1/webhook_endpoints/${moved.id}`, { key, body: { url: `${receiver.url}/new` } })).status).toBe(200);
+      expect((await server.request("POST", `/v1/webhook_endpoints/${disabled.id}`, { key, body: { status: "disabled" } })).status).toBe(200);
+      // The 16 time out and free their slots: the waiting 4 leave, to the new url (and none to the disabled one).
+      const ids = (path: string) => new Set(receiver.at(path).map((r) => r.event.id));
+      await eventually("every event at the new url", () => ids("/new").size === 20, 30_000);
+      expect(receiver.at("/old")).toHaveLength(16);
+      expect(receiver.at("/gone")).toHaveLength(16);
+      await deliveriesWhen("all final", server, disabled.id, key, (list) => list.length === 20 && list.every((d) => d.status === "failed"));
+      expect(receiver.at("/gone")).toHaveLength(16);
+      expect(receiver.invalid).toEqual([]);
+    } finally {
+      await server.close();
+      await receiver.close();
+    }
+  });
+});
+
 describe("webhook delivery", () => {
   let server: TestServer;
   let receiver: Receiver;
@@ -301,6 +333,16 @@ describe("webhook delivery", () => {
     expect(await server.query("SELECT event_id FROM webhook_fan_outs WHERE event_id IN (?, ?)", [earlier!.id, later!.id])).toEqual([]);
   });
 
+  it("the maintenance pass purges deliveries older than 30 days, and only those", async () => {
+    const key = await account();
+    const endpoint = await endpointFor(server, receiver, "/kept", ["policy.updated"], key);
+    for (let i = 0; i < 2; i++) await touchPolicy(server, key);
+    const [newer, older] = await deliveriesWhen("both succeeded", server, endpoint.id, key, (list) => list.length === 2 && list.every((d) => d.status === "succeeded"));
+    await server.query("UPDATE webhook_deliveries SET created_at = ? WHERE id = ?", [Date.now() - 31 * 24 * 3600 * 1000, older.id]);
+    expect((await server.app.services.maintenance.run()).deliveriesPurged).toBeGreaterThanOrEqual(1);
+    expect((await deliveriesOf(server, endpoint.id, key)).map((d) => d.id)).toEqual([newer.id]);
+  });
+
   it("retries a delivery on request: the same event again", async () => {
     const key = await account();
     const endpoint = await endpointFor(server, receiver, "/again", ["policy.updated"], key);
@@ -441,8 +483,9 @@ describe("auto-disable when the retry schedule ends", () => {
   let receiver: Receiver;
   beforeAll(async () => {
     // The window must hold two attempts after the first waits for the sender thread to load
-    // (from TypeScript on a loaded CI machine, over 1.5 s).
-    server = await startServer({ ...FAST, WEBHOOK_RETRY_WINDOW_MS: "5000" });
+    // (from TypeScript on a loaded CI machine, over 1.5 s), and end well after the attempt whose
+    // next backoff (50 ms doubling: 6.4 s in, 12.8 s next) would pass it.
+    server = await startServer({ ...FAST, WEBHOOK_RETRY_WINDOW_MS: "12000" });
     receiver = await startReceiver();
   });
   afterAll(async () => {
@@ -457,13 +500,19 @@ describe("auto-disable when the retry schedule ends", () => {
     const dead = await endpointFor(server, receiver, "/dead", ["policy.updated"], key);
     await endpointFor(server, receiver, "/watch", ["webhook_endpoint.disabled"], key);
     await touchPolicy(server, key);
-    await eventually("disabled", async () => (await server.request("GET", "/v1/webhook_endpoints", { key })).body.data.find((e: any) => e.id === dead.id).status === "disabled");
+    await eventually("disabled", async () => (await server.request("GET", "/v1/webhook_endpoints", { key })).body.data.find((e: any) => e.id === dead.id).status === "disabled", 30_000);
     const [d] = await deliveriesOf(server, dead.id, key);
     expect(d).toMatchObject({ status: "failed", last_response_status: 503, next_attempt_at: null });
     expect(d.attempts).toBeGreaterThanOrEqual(2);
+    // The last attempt is at the window's end (12 s after the event), not when the next backoff would pass it.
+    const tried = receiver.at("/dead");
+    expect(tried.at(-1)!.at - Date.parse(tried[0]!.event.created_at)).toBeGreaterThanOrEqual(11_900);
     const events = (await server.request("GET", "/v1/events?type=webhook_endpoint.disabled", { key })).body.data;
     expect(events).toHaveLength(1);
     expect(events[0]).toMatchObject({ actor: { type: "system", id: null }, data: { object: { id: dead.id, status: "disabled" } } });
+    // The endpoint as the API shows it once disabled: its updated_at too.
+    const shown = (await server.request("GET", `/v1/webhook_endpoints/${dead.id}`, { key })).body;
+    expect(events[0].data.object).toEqual(shown);
     const [told] = await eventually("announced", () => receiver.at("/watch").length && receiver.at("/watch"));
     expect(told!.event.id).toBe(events[0].id);
     // Disabled: new events are not sent to it.

@@ -7,12 +7,13 @@ import type { CardIssuer } from "./issuance.js";
 import type { CardLifecycle } from "./lifecycle.js";
 import type { OwnerService } from "./owners.js";
 import type { PaymentQueue } from "./payments.js";
+import type { WebhookDeliveryQueue } from "./webhook-deliveries.js";
 
 /**
  * The periodic pass: expires approvals, finishes or compensates cards whose request died, closes
  * cards past their expiry, carries out payments that are due (the retry queue), completes
  * processor work left half done, forgets idempotency keys older than 24 h and failed sign-ins
- * older than a block, and purges events older than 30 days. Every step claims rows with
+ * older than a block, and purges events and webhook deliveries older than 30 days. Every step claims rows with
  * conditional updates, so all instances may run it at once.
  */
 export class Maintenance {
@@ -26,9 +27,19 @@ export class Maintenance {
     private readonly payments: PaymentQueue,
     private readonly events: EventService,
     private readonly owners: OwnerService,
+    private readonly webhookDeliveries: WebhookDeliveryQueue,
   ) {}
 
-  async run(): Promise<{ expired: number; recovered: number; cardsExpired: number; paid: number; settled: number; purged: number; eventsPurged: number }> {
+  async run(): Promise<{
+    expired: number;
+    recovered: number;
+    cardsExpired: number;
+    paid: number;
+    settled: number;
+    purged: number;
+    eventsPurged: number;
+    deliveriesPurged: number;
+  }> {
     const expired = await this.approvals.expireDue();
     const recovered = await this.issuer.recoverStuck((id) => this.accounts.get(id));
     const cardsExpired = await this.lifecycle.expireDue();
@@ -36,7 +47,8 @@ export class Maintenance {
     const settled = await this.cards.settleLeftovers();
     const purged = await this.idempotency.purgeExpired();
     const eventsPurged = await this.events.purgeExpired();
+    const deliveriesPurged = await this.webhookDeliveries.purgeExpired();
     await this.owners.purgeSignInFailures();
-    return { expired, recovered, cardsExpired, paid, settled, purged, eventsPurged };
+    return { expired, recovered, cardsExpired, paid, settled, purged, eventsPurged, deliveriesPurged };
   }
 }

@@ -28,9 +28,9 @@ export function createServices(deps: Deps) {
   const lifecycle = new CardLifecycle(deps, accounts, cards, payments);
   const idempotency = new IdempotencyStore(deps);
   const events = new EventService(deps);
-  const maintenance = new Maintenance(accounts, approvals, cards, issuer, idempotency, lifecycle, payments, events, owners);
   const webhookEndpoints = new WebhookEndpointService(deps);
   const webhookDeliveries = new WebhookDeliveryQueue(deps);
+  const maintenance = new Maintenance(accounts, approvals, cards, issuer, idempotency, lifecycle, payments, events, owners, webhookDeliveries);
   const spend = new SpendService(deps);
   const setup = new SetupService(deps, accounts);
   return { deps, accounts, setup, owners, policies, approvals, cards, lifecycle, payments, idempotency, events, maintenance, webhookEndpoints, webhookDeliveries, spend };

@@ -120,6 +120,8 @@ export interface ClaimedDelivery {
   /** The event's id and JSON (null when it is no longer kept). */
   eventId: string;
   payload: string | null;
+  /** It waited on this instance for a slot after its claim (its endpoint is read again before sending). */
+  waited?: boolean;
 }
 
 /**
@@ -376,6 +378,16 @@ export class WebhookDeliveryQueue {
     }));
   }
 
+  /** A claimed attempt with its endpoint as it is now; null when the endpoint was deleted. */
+  async current(d: ClaimedDelivery): Promise<ClaimedDelivery | null> {
+    const [w]: (SigningEndpoint & { url: string; status: string })[] = await queryRows(
+      this.ds,
+      "SELECT url, secret, previous_secret, previous_secret_expires_at, status FROM webhook_endpoints WHERE id = ?",
+      [d.endpointId],
+    );
+    return w ? { ...d, url: w.url, secrets: signingSecrets(w), endpointEnabled: w.status === "enabled" } : null;
+  }
+
   private succeededBatch: { d: ClaimedDelivery; status: number; settle: (err?: unknown) => void }[] = [];
 
   /**
@@ -417,9 +429,10 @@ export class WebhookDeliveryQueue {
   async failed(d: ClaimedDelivery, status: number | null, error: string, final = false): Promise<void> {
     const now = Date.now();
     const retryUntil = d.retryUntil ?? d.createdAt + this.config.retryWindowMs;
-    const next = now + backoffMs(d.attempts, this.config.retryBaseMs, MAX_RETRY_DELAY_MS);
+    // The last retry is at the window's end, whatever the backoff (with its jitter) would say.
+    const next = Math.min(now + backoffMs(d.attempts, this.config.retryBaseMs, MAX_RETRY_DELAY_MS), retryUntil);
     const outcome = { status, error: error.slice(0, 500), now };
-    if (!final && next <= retryUntil) {
+    if (!final && now < retryUntil) {
       await runSql(
         this.ds,
         "UPDATE webhook_deliveries SET next_attempt_at = ?, lease_token = NULL, last_response_status = ?, last_error = ?, updated_at = ? WHERE id = ? AND lease_token = ?",
@@ -452,7 +465,8 @@ export class WebhookDeliveryQueue {
       { sql: "UPDATE webhook_endpoints SET status = 'disabled', updated_at = ? WHERE id = ? AND status = 'enabled'", params: [now, endpointId], expect: 1 },
       failPendingStatement(endpointId, "not sent: the endpoint was disabled after a delivery failed for the whole retry schedule", now),
     ];
-    const event = { accountId: endpoint.account_id, mode: endpoint.mode, type: "webhook_endpoint.disabled" as const, object: endpointView({ ...endpoint, status: "disabled" }), actor: SYSTEM };
+    const disabled = { ...endpoint, status: "disabled" as const, updated_at: now };
+    const event = { accountId: endpoint.account_id, mode: endpoint.mode, type: "webhook_endpoint.disabled" as const, object: endpointView(disabled), actor: SYSTEM };
     return { change, event };
   }
 

@@ -27,7 +27,6 @@ const WAITING_PER_SLOT = 4;
  * written, claimed for it, with those of the other events of those milliseconds, and leave at once.
  */
 const REFILL_MS = 25;
-const PURGE_EVERY_MS = 3600 * 1000;
 
 /** Adds `by` to a key's count, dropping the key at zero. */
 function count(counts: Map<string, number>, key: string, by: 1 | -1): void {
@@ -56,7 +55,6 @@ export class WebhookWorker {
   private inFlight = 0;
   private timer: NodeJS.Timeout | undefined;
   private timerAt = Infinity;
-  private purgeTimer: NodeJS.Timeout | undefined;
   private polling = false;
   private stopped = false;
   private unwatch: (() => void) | undefined;
@@ -85,15 +83,12 @@ export class WebhookWorker {
       () => this.fullEndpoints(),
     );
     this.schedule(0);
-    this.purgeTimer = setInterval(() => this.queue.purgeExpired().catch((err) => this.onError(err, "webhook delivery purge failed")), PURGE_EVERY_MS);
-    this.purgeTimer.unref();
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
     this.unwatch?.();
     clearTimeout(this.timer);
-    clearInterval(this.purgeTimer);
     this.closeSender();
     try {
       await this.queue.release(this.waiting.splice(0).map((d) => this.unwait(d)));
@@ -172,7 +167,7 @@ export class WebhookWorker {
       return true;
     }
     if (this.roomAt(d.endpointId) <= 0 || this.waiting.length >= this.opts.maxInFlight * WAITING_PER_SLOT) return false;
-    this.waiting.push(d);
+    this.waiting.push({ ...d, waited: true });
     count(this.waitingAt, d.endpointId, 1);
     return true;
   }
@@ -202,7 +197,12 @@ export class WebhookWorker {
     this.inFlight++;
     count(this.perEndpoint, d.endpointId, 1);
     const run = this.attempt(d)
-      .catch((err) => this.onError(err, "webhook delivery failed"))
+      .catch(async (err) => {
+        this.onError(err, "webhook delivery failed");
+        // Recorded as a failed attempt (backoff, retry window) rather than left to its lease, which
+        // would try it again every lease without end. Best effort: the lease remains the fallback.
+        if (!this.stopped) await this.queue.failed(d, null, err instanceof Error ? err.message : String(err)).catch(() => undefined);
+      })
       .finally(() => {
         this.running.delete(run);
         // A slot freed where deliveries may wait for one in the database (this instance or the endpoint was full).
@@ -220,7 +220,11 @@ export class WebhookWorker {
     this.running.add(run);
   }
 
-  private async attempt(d: ClaimedDelivery): Promise<void> {
+  private async attempt(claimed: ClaimedDelivery): Promise<void> {
+    // One that waited here for a slot goes where its endpoint says now: it may have been deleted
+    // (its rows with it), disabled, or pointed elsewhere meanwhile.
+    const d = claimed.waited ? await this.queue.current(claimed) : claimed;
+    if (d === null) return;
     if (!d.endpointEnabled) return this.queue.failed(d, null, "not sent: the endpoint is disabled", true);
     if (d.payload === null) return this.queue.failed(d, null, "not sent: the event is no longer kept (30 days)", true);
     const outcome = await this.send({ url: d.url, secrets: d.secrets, id: d.eventId, payload: d.payload });

@@ -70,19 +70,28 @@ export interface ResolvedAddress {
  * The addresses of a URL's host (an IP literal as itself), checked: when `allowPrivate` is false,
  * any address that is not public refuses the whole host (a name with one private address among
  * public ones could be steered to it). Connect only to what this returns (no second lookup, so
- * DNS rebinding between check and connect cannot happen).
+ * DNS rebinding between check and connect cannot happen). A lookup without an answer within
+ * `timeoutMs` (when given) refuses the host as one that does not resolve.
  */
-export async function resolveWebhookHost(hostname: string, allowPrivate: boolean): Promise<ResolvedAddress[]> {
+export async function resolveWebhookHost(hostname: string, allowPrivate: boolean, timeoutMs?: number): Promise<ResolvedAddress[]> {
   const host = hostname.replace(/^\[(.*)\]$/, "$1");
   const literal = isIP(host);
   let addresses: ResolvedAddress[];
   if (literal) addresses = [{ address: host, family: literal as 4 | 6 }];
   else {
+    let timer: NodeJS.Timeout | undefined;
     try {
-      addresses = (await lookup(host, { all: true, verbatim: true })) as ResolvedAddress[];
+      const found = lookup(host, { all: true, verbatim: true }) as Promise<ResolvedAddress[]>;
+      const late = new Promise<never>((_, reject) => {
+        if (timeoutMs !== undefined) timer = setTimeout(() => reject(new AddressRefused(`host ${host} could not be resolved (no answer within ${timeoutMs} ms)`)), timeoutMs);
+      });
+      addresses = await Promise.race([found, late]);
     } catch (err) {
+      if (err instanceof AddressRefused) throw err;
       const code = (err as { code?: string }).code;
       throw new AddressRefused(code === "ENOTFOUND" ? `host ${host} does not resolve` : `host ${host} could not be resolved (${code ?? "error"})`);
+    } finally {
+      clearTimeout(timer);
     }
     if (addresses.length === 0) throw new AddressRefused(`host ${host} does not resolve`);
   }

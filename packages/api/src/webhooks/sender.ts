@@ -82,8 +82,10 @@ export class WebhookSender {
 
   readonly send: SendWebhook = async (m) => {
     const url = new URL(m.url);
+    // The deadline covers the host's check too: a name whose DNS never answers fails in time.
+    const deadline = Date.now() + this.opts.timeoutMs;
     try {
-      await resolveWebhookHost(url.hostname, this.opts.allowPrivate);
+      await resolveWebhookHost(url.hostname, this.opts.allowPrivate, this.opts.timeoutMs);
     } catch (err) {
       if (err instanceof AddressRefused) return { ok: false, status: null, error: failure(err) };
       throw err;
@@ -97,7 +99,7 @@ export class WebhookSender {
       // Space-separated signatures (Standard Webhooks): a receiver holding either secret verifies.
       "webhook-signature": m.secrets.map((secret) => signWebhook(secret, m.id, timestamp, m.payload)).join(" "),
     };
-    return this.post(url, headers, m.payload);
+    return this.post(url, headers, m.payload, Math.max(deadline - Date.now(), 1));
   };
 
   /**
@@ -106,7 +108,7 @@ export class WebhookSender {
    * body is a Readable). The deadline covers the whole answer; if it passes before the request has
    * left (still connecting), the request is aborted as it starts.
    */
-  private post(url: URL, headers: Record<string, string>, body: string): Promise<SendOutcome> {
+  private post(url: URL, headers: Record<string, string>, body: string, timeoutMs: number): Promise<SendOutcome> {
     return new Promise((resolve) => {
       let controller: Dispatcher.DispatchController | undefined;
       let status: number | null = null;
@@ -120,7 +122,7 @@ export class WebhookSender {
         timedOut = new Error(`no answer within ${this.opts.timeoutMs} ms`);
         controller?.abort(timedOut);
         resolve({ ok: false, status, error: timedOut.message });
-      }, this.opts.timeoutMs);
+      }, timeoutMs);
       this.agent.dispatch(
         { origin: url.origin, path: url.pathname + url.search, method: "POST", headers, body },
         {
