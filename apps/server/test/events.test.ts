@@ -563,6 +563,27 @@ describe(`events (${dbKind}, ${processor})`, () => {
       }
     });
 
+    for (const start of ["now", "an event's id"])
+      it(`a stream from ${start} sends an event that commits late below the last one there was, and not that last one`, async () => {
+        const a = await account();
+        const top = await topSeq(s);
+        const [visible, late] = start === "now" ? ["evt_visiblefirstN000000000", "evt_committedlaterN0000000"] : ["evt_visiblefirstI000000000", "evt_committedlaterI0000000"];
+        // Seq top+5 is committed when the stream opens; top+3 (its seq given earlier) commits after.
+        await writeEventAt(s, a.acct.id, top + 5, visible);
+        const stream = await openStream(s.url, a.key, { query: "?types=card.created", ...(start === "now" ? {} : { lastEventId: visible }) });
+        try {
+          await stream.until((m) => m.some((x) => x.comment === "connected"), "the stream");
+          await writeEventAt(s, a.acct.id, top + 3, late);
+          await stream.until(() => stream.events().length >= 1, "the late event");
+          await a.post("/v1/cards", { amount_cents: 300 });
+          await stream.until(() => stream.events().length >= 2, "the next event");
+          expect(stream.events().map((e) => e.id)).toEqual([late, expect.stringMatching(/^evt_/)]);
+          expect(stream.events()[1].data.object.amount_cents).toBe(300);
+        } finally {
+          await stream.close();
+        }
+      });
+
     it("refuses a missing key and unknown types", async () => {
       const noKey = await fetch(`${s.url}/v1/events/stream`);
       expect(noKey.status).toBe(401);

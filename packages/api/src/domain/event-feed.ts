@@ -18,6 +18,8 @@ const RESUME_MAX = 10_000;
 
 const SCAN_SQL = `SELECT seq FROM events WHERE account_id = ? AND mode = ? AND seq > ? ORDER BY seq LIMIT ${SCAN}`;
 const LAST_SQL = "SELECT seq, id FROM events WHERE account_id = ? AND mode = ? ORDER BY seq DESC LIMIT 1";
+/** The newest event at or below a seq that is older than SETTLE_MS: nothing below it can still commit. */
+const SETTLED_SQL = "SELECT seq, id FROM events WHERE account_id = ? AND mode = ? AND seq <= ? AND created_at < ? ORDER BY seq DESC LIMIT 1";
 
 /** An event handed out, with the feed's cursor just after it (the SSE id a client resumes from). */
 export interface FedEvent {
@@ -96,9 +98,25 @@ export class EventFeed {
         }
       }
     }
-    if (after) return new EventFeed(deps, p, after, new Set(), null, types);
+    if (after) return EventFeed.after(deps, p, after, types);
     const [last] = await queryRows(deps.ds, LAST_SQL, [p.accountId, p.mode]);
-    return new EventFeed(deps, p, last ? { seq: Number(last.seq), id: last.id as string } : null, new Set(), null, types);
+    return EventFeed.after(deps, p, last ? { seq: Number(last.seq), id: last.id as string } : null, types);
+  }
+
+  /**
+   * A feed of what comes after `top`: every event visible up to it counts as handed out, but one
+   * below it still to commit (MySQL: its seq was given before `top`'s commit) is sent when it does.
+   * The floor is the newest settled event (older than SETTLE_MS) at or below `top`, and the seqs
+   * between the two are seen; too many of them (a very busy account), the floor is `top`.
+   */
+  private static async after(deps: Deps, p: Principal, top: Mark | null, types: ReadonlySet<EventType> | null): Promise<EventFeed> {
+    if (!top) return new EventFeed(deps, p, null, new Set(), null, types);
+    const [settled] = await queryRows(deps.ds, SETTLED_SQL, [p.accountId, p.mode, top.seq, Date.now() - SETTLE_MS]);
+    const floor: Mark | null = settled ? { seq: Number(settled.seq), id: settled.id as string } : null;
+    if (floor?.seq === top.seq) return new EventFeed(deps, p, top, new Set(), null, types);
+    const between = await seqsAbove(deps, p, floor?.seq ?? 0, top.seq, RESUME_MAX + 1);
+    if (between.length > RESUME_MAX) return new EventFeed(deps, p, top, new Set(), null, types);
+    return new EventFeed(deps, p, floor, new Set(between), top, types);
   }
 
   async next(): Promise<FedEvent[]> {
