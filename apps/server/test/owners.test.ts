@@ -199,6 +199,20 @@ describe(`owner sign-in limits and cookies (${dbKind})`, () => {
     }
   });
 
+  it("20 sign-ins at once for one email: at most 5 passwords are checked, the others are refused 429", async () => {
+    const s = await startServer(); // a fresh per-IP budget: 20 sign-ins
+    try {
+      const answers = await Promise.all(
+        Array.from({ length: 20 }, (_, i) => s.request("POST", "/auth/sign-in", { key: null, headers: { origin: ORIGIN }, body: { email: "many@example.com", password: `guess ${i}` } })),
+      );
+      const statuses = answers.map((r) => r.status);
+      expect(statuses.filter((x) => x === 401).length).toBeLessThanOrEqual(5);
+      expect(statuses.filter((x) => x === 429)).toHaveLength(20 - statuses.filter((x) => x === 401).length);
+    } finally {
+      await s.close();
+    }
+  });
+
   it("an email no owner has is blocked after 5 failures just as an owner's is: the answers tell nobody which emails exist", async () => {
     const s = await startServer(); // a fresh per-IP budget: 14 sign-ins here
     try {

@@ -100,32 +100,33 @@ export class OwnerService {
   /**
    * Email and password to a session. After 5 failures in a row within 15 minutes the email is
    * blocked for 15 minutes (429), whatever the password. Unknown emails are counted and blocked the
-   * same way, and cost the same time, so neither tells which emails are owners'.
+   * same way, and cost the same time, so neither tells which emails are owners'. Each attempt is
+   * counted as a failure before its password is checked (a success clears the count), so attempts
+   * made at once cannot all pass the count before any failure is recorded.
    */
   async signIn(rawEmail: string, password: string): Promise<NewSession> {
     const email = normalizeEmail(rawEmail);
     const emailHash = sha256(email);
     const failures = this.ds.getRepository(SignInFailureEntity);
     const now = Date.now();
-    const record = await failures.findOneBy({ email_hash: emailHash });
-    if (record?.blocked_until && record.blocked_until > now) {
+    await this.countFailure(emailHash, now);
+    const record = (await failures.findOneBy({ email_hash: emailHash }))!;
+    if (record.failures > MAX_FAILED_SIGN_INS && record.blocked_until !== null && record.blocked_until > now) {
       const seconds = Math.ceil((record.blocked_until - now) / 1000);
       throw new AppError(429, "rate_limited", `Too many failed sign-ins for this email; try again in ${Math.ceil(seconds / 60)} minutes.`, { retry_after_seconds: seconds });
     }
     const owner = await this.ds.getRepository(OwnerEntity).findOneBy({ email });
     const ok = await verifyPassword(password, owner?.password_hash ?? null);
-    if (!owner || !ok) {
-      await this.countFailure(emailHash, now);
-      throw invalidCredentials();
-    }
-    if (record) await failures.delete({ email_hash: emailHash });
+    if (!owner || !ok) throw invalidCredentials();
+    await failures.delete({ email_hash: emailHash });
     return this.ds.transaction((m) => this.startSession(m, owner, now));
   }
 
   /**
    * One more failed sign-in for an email: the count starts again when the last failure is older
-   * than the block, and the one that reaches the limit blocks the email. SET reads the old row on
-   * SQLite and left to right on MySQL, so each expression reads only columns set after it.
+   * than the block, and the one that reaches the limit blocks the email (those after it too). SET
+   * reads the old row on SQLite and left to right on MySQL, so each expression reads only columns
+   * set after it.
    */
   private async countFailure(emailHash: string, now: number): Promise<void> {
     const update =
