@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { dbKind, expectError, startServer, type TestServer } from "./harness.js";
 import { ISO, trpc } from "./helpers.js";
@@ -124,6 +125,22 @@ describe(`owners and dashboard sessions (${dbKind})`, () => {
     expect(approved.body.result.data).toMatchObject({ status: "OPEN", spending_limit_cents: 700 });
   });
 
+  it("invitations of one email at once leave one working link, the newest", async () => {
+    const account = await s.newAccount({ name: "Many invites" });
+    const links = await Promise.all(Array.from({ length: 6 }, () => invite(account.id, "many-invites@example.com")));
+    const open = await s.query("SELECT token_hash FROM owner_invites WHERE email = ? AND used_at IS NULL", ["many-invites@example.com"]);
+    expect(open).toHaveLength(1);
+    const hashOf = (url: string) => createHash("sha256").update(url.split("#")[1]!).digest("hex");
+    expect(links.map((l) => hashOf(l.invite_url))).toContain(open[0].token_hash);
+  });
+
+  it("a CSRF token is compared whole: a wrong one, a prefix or a longer one is refused", async () => {
+    const a = await ownerOf("csrf-check@example.com");
+    for (const csrf of ["nope", a.csrf.slice(0, -1), `${a.csrf}x`])
+      expectError(await s.request("POST", "/auth/sign-out", page({ cookie: a.cookie, csrf })), 403, "csrf_failed");
+    expect((await s.request("GET", "/auth/session", page(a))).status).toBe(200);
+  });
+
   it("signs in with email and password; 5 failures in a row block the email for 15 minutes", async () => {
     const a = await ownerOf("frank@example.com");
     const signIn = (email: string, password: string) => s.request("POST", "/auth/sign-in", { ...page(), body: { email, password } });
@@ -161,6 +178,9 @@ describe(`owners and dashboard sessions (${dbKind})`, () => {
     const withKey = await s.request("POST", "/trpc/apiKeys.create", { ...page(a), headers: { ...page(a).headers, "idempotency-key": "key-1" }, body: { role: "agent" } });
     const err = expectError(withKey, 400, "validation_error");
     expect(err.details.issues).toEqual([{ path: "Idempotency-Key", message: expect.stringContaining("never stored") }]);
+    // However the path is spelled.
+    const encoded = await s.request("POST", "/trpc/apiKeys%2Ecreate", { ...page(a), headers: { ...page(a).headers, "idempotency-key": "key-1" }, body: { role: "agent" } });
+    expectError(encoded, 400, "validation_error");
     expect(await s.query("SELECT idem_key FROM idempotency_keys WHERE idem_key = ?", ["key-1"])).toEqual([]);
     const made = await s.request("POST", "/trpc/apiKeys.create", { ...page(a), body: { role: "agent" } });
     expect(made.status).toBe(200);

@@ -2,6 +2,7 @@ import { AppError, READ_ONLY_POSTS, SECRET_ANSWER_POSTS, sha256, type Principal,
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { isApiPath } from "./auth.js";
 import { sendError } from "./errors.js";
+import { TRPC_ROUTE } from "./transports.js";
 
 declare module "fastify" {
   interface FastifyRequest {
@@ -23,6 +24,8 @@ const canonical = (value: unknown): string =>
 
 /** The URL's path, without its query. */
 const pathOf = (url: string) => url.split("?")[0]!;
+/** The procedure a request runs, as routing decoded it (`/trpc/apiKeys%2Ecreate` is apiKeys.create); else the URL's path. */
+const procedureOf = (req: FastifyRequest) => (req.routeOptions.url === TRPC_ROUTE ? `/trpc/${(req.params as { path: string }).path}` : pathOf(req.url));
 /** POSTs that only read (POST /v1/policies/check): the key is ignored, each call answers afresh and nothing is stored. */
 const READ_ONLY = new Set<string>([...READ_ONLY_POSTS.rest, ...READ_ONLY_POSTS.trpc.map((p) => `/trpc/${p}`)]);
 /** POSTs whose answer holds a key's secret, never stored: a key on them is refused. */
@@ -49,7 +52,7 @@ export function registerIdempotency(app: FastifyInstance, services: Services) {
   /** Claims the key, or answers: a replay, or a key of the wrong length. True when it answered. */
   const claim = async (req: FastifyRequest, reply: FastifyReply, principal: Principal, header: string | string[]): Promise<boolean> => {
     const key = Array.isArray(header) ? header[0]! : header;
-    if (SECRET_ANSWER.has(pathOf(req.url))) {
+    if (SECRET_ANSWER.has(procedureOf(req))) {
       const message = "is not accepted here: the answer holds the new key's secret, which is never stored (only its sha256 is)";
       sendError(req, reply, new AppError(400, "validation_error", `Idempotency-Key ${message}.`, { issues: [{ path: "Idempotency-Key", message }] }));
       return true;
@@ -77,7 +80,7 @@ export function registerIdempotency(app: FastifyInstance, services: Services) {
   // Callback hooks, not async ones: most requests pass straight through, without a promise each.
   app.addHook("preHandler", (req, reply, done) => {
     const header = req.headers["idempotency-key"];
-    if (req.method !== "POST" || header === undefined || !req.principal || !isApiPath(req.url) || READ_ONLY.has(pathOf(req.url))) return done();
+    if (req.method !== "POST" || header === undefined || !req.principal || !isApiPath(req.url) || READ_ONLY.has(procedureOf(req))) return done();
     claim(req, reply, req.principal, header).then((answered) => answered || done(), done);
   });
 

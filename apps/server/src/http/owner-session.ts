@@ -1,4 +1,4 @@
-import { AppError, describeIssues, ownerView, validationError, type OwnerPrincipal, type Services } from "@cardctl/api";
+import { AppError, describeIssues, ownerView, safeEqual, validationError, type OwnerPrincipal, type Services } from "@cardctl/api";
 import * as s from "@cardctl/contract";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { z } from "zod";
@@ -70,7 +70,8 @@ export async function sessionOf(req: FastifyRequest, services: Services): Promis
 export function csrfError(req: FastifyRequest, origin: string, owner: OwnerPrincipal): AppError | undefined {
   if (req.method === "GET" || req.method === "HEAD") return undefined;
   if (!fromOurOrigin(req, origin)) return crossOrigin();
-  if (req.headers["x-csrf-token"] !== owner.csrfToken)
+  const token = req.headers["x-csrf-token"];
+  if (typeof token !== "string" || !safeEqual(token, owner.csrfToken))
     return new AppError(403, "csrf_failed", "Missing or wrong X-CSRF-Token: send the csrf_token of GET /auth/session with every change.");
   return undefined;
 }

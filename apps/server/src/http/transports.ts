@@ -3,6 +3,9 @@ import { TRPCError, type AnyTRPCProcedure, type TRPCProcedureType } from "@trpc/
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { answer, answerError, registerRest, type ContextFactory } from "./rest.js";
 
+/** tRPC's route: one procedure per request (`:path` as routing decoded it). */
+export const TRPC_ROUTE = "/trpc/:path";
+
 const METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"];
 
 /** The one method tRPC accepts for each procedure type it serves over plain HTTP. */
@@ -74,7 +77,7 @@ export function registerTransports(app: FastifyInstance, services: Services) {
   const procedures = appRouter._def.procedures as unknown as Record<string, AnyTRPCProcedure | undefined>;
   app.route<{ Params: { path: string }; Querystring: { input?: unknown; batch?: unknown } }>({
     method: METHODS,
-    url: "/trpc/:path",
+    url: TRPC_ROUTE,
     handler: async (req, reply) => {
       // As tRPC answers it: HEAD (a client's warm-up) runs nothing.
       if (req.method === "HEAD") return reply.code(204).send();

@@ -67,9 +67,13 @@ export class OwnerService {
       throw new AppError(409, "owner_exists", `${email} already owns another account; an owner signs in to one account only.`);
     const token = `inv_${randomToken(40)}`;
     const expiresAt = now + INVITE_TTL_MS;
-    // The newest link is the one that works: earlier unused ones for this email are spent.
-    await this.ds.query("UPDATE owner_invites SET used_at = ? WHERE email = ? AND used_at IS NULL", [now, email]);
-    await this.ds.getRepository(OwnerInviteEntity).insert({ id: newId("inv"), account_id: accountId, email, token_hash: sha256(token), created_at: now, expires_at: expiresAt, used_at: null });
+    // The newest link is the one that works: earlier unused ones for this email are spent, with
+    // the owner's row locked first so that invitations at once queue (each spends the one before).
+    await this.ds.transaction(async (m) => {
+      await m.query("UPDATE owners SET email = email WHERE id = ?", [owner.id]);
+      await m.query("UPDATE owner_invites SET used_at = ? WHERE email = ? AND used_at IS NULL", [now, email]);
+      await m.getRepository(OwnerInviteEntity).insert({ id: newId("inv"), account_id: accountId, email, token_hash: sha256(token), created_at: now, expires_at: expiresAt, used_at: null });
+    });
     // The token travels in the fragment: browsers never send it to a server, so no log holds it.
     return { ownerId: owner.id, email, url: `${this.deps.config.publicUrl}/invite#${token}`, expiresAt };
   }
