@@ -368,16 +368,16 @@ export class AccountService {
     return (await this.keys.findOneBy({ id: keyId }))!.revoked_at ?? now;
   }
 
-  /**
-   * Resolves `Authorization: Bearer sk_…` (or HTTP Basic with the key as user name, `curl -u sk_…:`)
-   * to its key; revoked or unknown keys are 401.
-   */
   /** Whether the key a request authenticated with is still unrevoked (a long-lived request checks again). */
   async keyInForce(keyId: string): Promise<boolean> {
     const key = await this.keys.findOneBy({ id: keyId });
     return key !== null && key.revoked_at === null;
   }
 
+  /**
+   * Resolves `Authorization: Bearer sk_…` (or HTTP Basic with the key as user name, `curl -u sk_…:`)
+   * to its key; revoked or unknown keys are 401.
+   */
   async authenticate(authorization: string | undefined): Promise<Principal> {
     const secret = credentialOf(authorization);
     const match = secret === undefined ? null : /^sk_(test|live)_[A-Za-z0-9_-]{16,200}$/.exec(secret);
