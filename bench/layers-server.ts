@@ -12,9 +12,17 @@
  *                               table, calling the procedure
  *
  * All of them sit under /v1/, so every hook runs for them as for the real route.
+ *
+ * For `npm run bench:transports`, the supported adapters are mounted beside the server's own
+ * transports, under /v1/ for the same reason, on the same router and context:
+ *
+ *   /v1/_adapters/rest/…        trpc-to-openapi's fastifyTRPCOpenApiPlugin (vs the compiled REST routes, rest.ts)
+ *   /v1/_adapters/trpc/…        tRPC's own Fastify adapter, fastifyTRPCPlugin (vs /trpc, transports.ts)
  */
 import { appRouter, type Context } from "@cardctl/api";
+import { fastifyTRPCPlugin } from "@trpc/server/adapters/fastify";
 import type { FastifyRequest } from "fastify";
+import { fastifyTRPCOpenApiPlugin } from "trpc-to-openapi";
 import { buildApp, loadConfig } from "../apps/server/src/app.js";
 
 const { app, services } = await buildApp(loadConfig());
@@ -28,6 +36,9 @@ app.get("/v1/_layers/domain/balance", async (req, reply) =>
 app.get("/v1/_layers/trpc/balance", async (req, reply) =>
   reply.type("application/json").send(JSON.stringify(await appRouter.createCaller(context(req)).balance.retrieve({}))),
 );
+
+await app.register(fastifyTRPCPlugin, { prefix: "/v1/_adapters/trpc", trpcOptions: { router: appRouter, createContext: ({ req }: { req: FastifyRequest }) => context(req) } });
+await app.register(fastifyTRPCOpenApiPlugin, { basePath: "/v1/_adapters/rest", router: appRouter, createContext: ({ req }: { req: FastifyRequest }) => context(req) });
 
 for (const signal of ["SIGINT", "SIGTERM"] as const)
   process.once(signal, async () => {

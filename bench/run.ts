@@ -45,6 +45,9 @@
  * `npm run bench:layers` (BENCH_LAYERS=1) measures instead where GET /v1/balance's time goes: the
  * server is bench/layers-server.ts (the same app plus routes that stop at shallower layers), each
  * layer measured in rounds beside the baseline as the reads are; nothing is written.
+ * `npm run bench:transports` (BENCH_TRANSPORTS=1) runs the same server and measures balance, the
+ * list of 20 and get through the server's own transports and through the supported adapters
+ * (trpc-to-openapi's and tRPC's Fastify plugins) it mounts beside them; nothing is written.
  */
 import { execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -68,7 +71,9 @@ const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 10);
 const ONLY = process.env.BENCH_ONLY;
 const MEMORY_REQUESTS = Number(process.env.BENCH_MEMORY_REQUESTS ?? 200_000);
 const CPU_PROF = process.env.BENCH_CPU_PROF;
-const LAYERS = process.env.BENCH_LAYERS === "1";
+/** bench:transports: the server's own transports against the supported adapters (bench/layers-server.ts serves both). */
+const TRANSPORTS = process.env.BENCH_TRANSPORTS === "1";
+const LAYERS = process.env.BENCH_LAYERS === "1" || TRANSPORTS;
 const BREAKDOWN = process.env.BENCH_BREAKDOWN === "1";
 /** Creates without an Idempotency-Key: not the targets' run, so nothing is written. */
 const NO_IDEM = process.env.BENCH_NO_IDEM === "1";
@@ -571,6 +576,36 @@ function layerCases(a: Seeded): Case[] {
   ];
 }
 
+/**
+ * Each read on the server's own transports (the REST routes compiled from trpc-to-openapi's route
+ * table, and /trpc straight from its Fastify route) and on the adapters they stand in for
+ * (trpc-to-openapi's fastifyTRPCOpenApiPlugin, tRPC's fastifyTRPCPlugin), beside its baseline:
+ * what each custom piece buys (issue 19).
+ */
+function transportCases(a: Seeded): Case[] {
+  const cardA = pick(a.cardIds);
+  const read = (name: string, rest: (at: string) => Case["path"], trpc: (at: string) => Case["path"]): Case[] => {
+    const baseline = `baseline ${name}`;
+    const server = (label: string, path: Case["path"]): Case => ({ name: `${name}: ${label}`, target: "server", baseline, key: a.key, path });
+    return [
+      { name: baseline, target: "baseline", key: a.key, path: rest("/v1") },
+      server("/v1, compiled routes", rest("/v1")),
+      server("trpc-to-openapi's plugin", rest("/v1/_adapters/rest")),
+      server("/trpc, own route", trpc("/trpc")),
+      server("tRPC's Fastify adapter", trpc("/v1/_adapters/trpc")),
+    ];
+  };
+  return [
+    ...read("balance", (at) => `${at}/balance`, (at) => `${at}/balance.retrieve`),
+    ...read("list 10k", (at) => `${at}/cards?limit=20`, (at) => `${at}/cards.list?${trpcInput({ limit: 20 })}`),
+    ...read(
+      "get",
+      (at) => () => `${at}/cards/${cardA()}`,
+      (at) => () => `${at}/cards.get?${trpcInput({ id: cardA() })}`,
+    ),
+  ];
+}
+
 const MERCHANT = { name: "Bench shop", category: "book_stores", country: "US" };
 const amountCents = () => 100 + Math.floor(Math.random() * 400);
 
@@ -831,7 +866,7 @@ async function runDatabase(kind: "sqlite" | "mysql", stamp: string, withMemory: 
     baseline = await startProcess("bench/baseline.ts", { DATABASE_URL: db.url }, /baseline listening on (\S+)/);
 
     const results: Result[] = [];
-    const all = LAYERS ? layerCases(accounts.a) : cases(kind, accounts);
+    const all = TRANSPORTS ? transportCases(accounts.a) : LAYERS ? layerCases(accounts.a) : cases(kind, accounts);
     for (const group of comparedGroups(chosen(all))) {
       const runs = new Map<Case, Result[]>(group.map((c) => [c, []]));
       const rounds = group.length > 1 ? ROUNDS : 1;
@@ -989,7 +1024,7 @@ for (const [i, kind] of kinds.entries()) {
 }
 
 if (LAYERS) {
-  process.stdout.write(`\n${layersTable(all)}\n`);
+  process.stdout.write(`\n${TRANSPORTS ? table(all) : layersTable(all)}\n`);
   process.exit(0);
 }
 
