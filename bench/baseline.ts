@@ -79,7 +79,8 @@ app.get("/v1/balance", async (req, reply) => {
       `SELECT
          (SELECT COALESCE(SUM(held_cents), 0) FROM card_balances WHERE account_id = ? AND mode = ?) AS held,
          (SELECT COALESCE(SUM(open_cards), 0) FROM card_balances WHERE account_id = ? AND mode = ?) AS open,
-         (SELECT COALESCE(SUM(amount_cents), 0) FROM payments WHERE account_id = ? AND mode = ? AND status = 'uncollected') AS uncollected`,
+         (SELECT COALESCE(SUM(CASE WHEN status = 'uncollected' THEN amount_cents ELSE -amount_cents END), 0) FROM payments
+           WHERE account_id = ? AND mode = ? AND status IN ('uncollected', 'waived')) AS uncollected`,
       [p.accountId, p.mode, p.accountId, p.mode, p.accountId, p.mode],
     ),
     db.all(`SELECT COUNT(1) AS n FROM approvals ${url.startsWith("sqlite:") ? "INDEXED BY ix_approvals_list" : "FORCE INDEX (ix_approvals_list)"} WHERE account_id = ? AND mode = ? AND status = 'PENDING' AND expires_at > ?`, [

@@ -6,10 +6,12 @@
  *   /v1/_layers/pipeline        Fastify and the pipeline's hooks (request id, auth, rate limit,
  *                               idempotency, error shaping, logging); a constant body
  *   /v1/_layers/domain/balance  the same, plus the domain call the procedure makes
- *   /v1/_layers/trpc/balance    the same, through the tRPC procedure (middleware, input and
- *                               output validation) by a server-side caller
+ *   /v1/_layers/procedure/balance  the same through the tRPC procedure (middleware, input and
+ *                               output validation), called as the server's routes call it
+ *                               (callTRPCProcedure), without the REST route's input and status
  *   /v1/balance                 the real thing: the REST route made from trpc-to-openapi's route
  *                               table, calling the procedure
+ *   /v1/_layers/trpc/balance    the procedure by a server-side caller (createCaller) instead
  *
  * All of them sit under /v1/, so every hook runs for them as for the real route.
  *
@@ -20,6 +22,7 @@
  *   /v1/_adapters/trpc/…        tRPC's own Fastify adapter, fastifyTRPCPlugin (vs /trpc, transports.ts)
  */
 import { appRouter, type Context } from "@cardctl/api";
+import { callTRPCProcedure } from "@trpc/server";
 import { fastifyTRPCPlugin } from "@trpc/server/adapters/fastify";
 import type { FastifyRequest } from "fastify";
 import { fastifyTRPCOpenApiPlugin } from "trpc-to-openapi";
@@ -36,6 +39,11 @@ app.get("/v1/_layers/domain/balance", async (req, reply) =>
 app.get("/v1/_layers/trpc/balance", async (req, reply) =>
   reply.type("application/json").send(JSON.stringify(await appRouter.createCaller(context(req)).balance.retrieve({}))),
 );
+// As the server's routes call a procedure (rest.ts `answer`), without the REST route's input and status handling.
+app.get("/v1/_layers/procedure/balance", async (req, reply) => {
+  const data = await callTRPCProcedure({ router: appRouter, path: "balance.retrieve", type: "query", ctx: context(req), getRawInput: async () => ({}), input: undefined, signal: undefined, batchIndex: 0 });
+  return reply.type("application/json").send(JSON.stringify(data));
+});
 
 await app.register(fastifyTRPCPlugin, { prefix: "/v1/_adapters/trpc", trpcOptions: { router: appRouter, createContext: ({ req }: { req: FastifyRequest }) => context(req) } });
 await app.register(fastifyTRPCOpenApiPlugin, { basePath: "/v1/_adapters/rest", router: appRouter, createContext: ({ req }: { req: FastifyRequest }) => context(req) });
