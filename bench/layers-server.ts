@@ -7,8 +7,8 @@
  *                               idempotency, error shaping, logging); a constant body
  *   /v1/_layers/domain/balance  the same, plus the domain call the procedure makes
  *   /v1/_layers/procedure/balance  the same through the tRPC procedure (middleware, input and
- *                               output validation), called as the server's routes call it
- *                               (callTRPCProcedure), without the REST route's input and status
+ *                               output validation), answered as the server's routes answer
+ *                               (rest.ts `answer`), without the REST route's input
  *   /v1/balance                 the real thing: the REST route made from trpc-to-openapi's route
  *                               table, calling the procedure
  *   /v1/_layers/trpc/balance    the procedure by a server-side caller (createCaller) instead
@@ -22,11 +22,11 @@
  *   /v1/_adapters/trpc/…        tRPC's own Fastify adapter, fastifyTRPCPlugin (vs /trpc, transports.ts)
  */
 import { appRouter, type Context } from "@cardctl/api";
-import { callTRPCProcedure } from "@trpc/server";
 import { fastifyTRPCPlugin } from "@trpc/server/adapters/fastify";
 import type { FastifyRequest } from "fastify";
 import { fastifyTRPCOpenApiPlugin } from "trpc-to-openapi";
 import { buildApp, loadConfig } from "../apps/server/src/app.js";
+import { answer } from "../apps/server/src/http/rest.js";
 
 const { app, services } = await buildApp(loadConfig());
 
@@ -39,11 +39,10 @@ app.get("/v1/_layers/domain/balance", async (req, reply) =>
 app.get("/v1/_layers/trpc/balance", async (req, reply) =>
   reply.type("application/json").send(JSON.stringify(await appRouter.createCaller(context(req)).balance.retrieve({}))),
 );
-// As the server's routes call a procedure (rest.ts `answer`), without the REST route's input and status handling.
-app.get("/v1/_layers/procedure/balance", async (req, reply) => {
-  const data = await callTRPCProcedure({ router: appRouter, path: "balance.retrieve", type: "query", ctx: context(req), getRawInput: async () => ({}), input: undefined, signal: undefined, batchIndex: 0 });
-  return reply.type("application/json").send(JSON.stringify(data));
-});
+// The procedure answered as the server's routes answer it (rest.ts `answer`), without the REST route's input.
+app.get("/v1/_layers/procedure/balance", (req, reply) =>
+  answer(reply, { router: appRouter, path: "balance.retrieve", type: "query", ctx: context(req), getRawInput: async () => ({}) }),
+);
 
 await app.register(fastifyTRPCPlugin, { prefix: "/v1/_adapters/trpc", trpcOptions: { router: appRouter, createContext: ({ req }: { req: FastifyRequest }) => context(req) } });
 await app.register(fastifyTRPCOpenApiPlugin, { basePath: "/v1/_adapters/rest", router: appRouter, createContext: ({ req }: { req: FastifyRequest }) => context(req) });
