@@ -571,7 +571,7 @@ function layerCases(a: Seeded): Case[] {
     { name: "baseline balance", target: "baseline", key: a.key, path: "/v1/balance" },
     layer("pipeline, constant body", "/v1/_layers/pipeline"),
     layer("+ domain (balance reads)", "/v1/_layers/domain/balance"),
-    layer("+ tRPC procedure (as the routes call it)", "/v1/_layers/procedure/balance"),
+    layer("+ tRPC procedure (answered as the routes answer)", "/v1/_layers/procedure/balance"),
     layer("+ REST route: GET /v1/balance", "/v1/balance"),
     layer("the procedure by a server-side caller instead", "/v1/_layers/trpc/balance"),
   ];
