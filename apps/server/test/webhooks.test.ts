@@ -61,6 +61,8 @@ describe("webhook endpoints: API", () => {
     await bad({ url: "not a url", events: ["*"] }, "url", /absolute URL/);
     await bad({ url: "ftp://example.com/x", events: ["*"] }, "url", /https:\/\/ or http:\/\//);
     await bad({ url: "https://user:pw@example.com/x", events: ["*"] }, "url", /user name or password/);
+    // 420 characters as given, 2,420 once percent-encoded (as stored and sent): refused alike on SQLite and MariaDB.
+    await bad({ url: `https://example.com/${"é".repeat(400)}`, events: ["*"] }, "url", /at most 2048 characters once percent-encoded \(it is 2420\)/);
   });
 
   it("limits an account to 16 endpoints per mode, also when 24 are created at once", async () => {
@@ -460,6 +462,10 @@ describe("SSRF: endpoint URLs without WEBHOOK_ALLOW_PRIVATE", () => {
     "https://[::ffff:127.0.0.1]/hook",
     "https://[fd00::1]/hook",
     "https://0.0.0.0/hook",
+    // IPv4-translated (SIIT) loopback, Teredo, local-use NAT64 of the metadata address.
+    "https://[::ffff:0:7f00:1]/hook",
+    "https://[2001:0:4136:e378:8000:63bf:3fff:fdd2]/hook",
+    "https://[64:ff9b:1::a9fe:a9fe]/hook",
   ])("refuses %s", async (url) => {
     const err = expectError(await server.request("POST", "/v1/webhook_endpoints", { body: { url, events: ["*"] } }), 400, "validation_error");
     expect(err.details.issues[0].path).toBe("url");

@@ -254,7 +254,9 @@ export const eventIdInput = z.object({ id: id("evt_") });
 /** At most this many webhook endpoints per account and mode. */
 export const MAX_WEBHOOK_ENDPOINTS = 16;
 export const webhookEndpointStatus = z.enum(["enabled", "disabled"]);
-const webhookUrl = z.string().min(1).max(2048).describe("Where events are POSTed: https://… (http:// only when the server sets WEBHOOK_ALLOW_PRIVATE)");
+/** The longest webhook URL, as given and once written out in full (percent-encoded). */
+export const MAX_WEBHOOK_URL_LENGTH = 2048;
+const webhookUrl = z.string().min(1).max(MAX_WEBHOOK_URL_LENGTH).describe("Where events are POSTed: https://… (http:// only when the server sets WEBHOOK_ALLOW_PRIVATE)");
 const webhookEvents = z
   .array(z.enum(["*", ...EVENT_TYPES]))
   .min(1)

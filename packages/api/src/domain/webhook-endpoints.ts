@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { MAX_WEBHOOK_ENDPOINTS, type EventType } from "@cardctl/contract";
+import { MAX_WEBHOOK_ENDPOINTS, MAX_WEBHOOK_URL_LENGTH, type EventType } from "@cardctl/contract";
 import {
   WebhookDeliveryEntity,
   WebhookEndpointEntity,
@@ -37,13 +37,18 @@ async function checkedUrl(raw: string, allowPrivate: boolean): Promise<string> {
     throw invalidUrl(allowPrivate ? "url must start with https:// or http://" : "url must start with https:// (http:// is allowed only when the server sets WEBHOOK_ALLOW_PRIVATE)");
   if (url.username || url.password) throw invalidUrl("url must not carry a user name or password");
   if (url.hash) throw invalidUrl("url must not have a #fragment");
+  // What is stored and sent is the URL written out in full, where a space or a non-ASCII
+  // character takes 3 to 12 characters (é is %C3%A9).
+  const written = url.toString();
+  if (written.length > MAX_WEBHOOK_URL_LENGTH)
+    throw invalidUrl(`url must be at most ${MAX_WEBHOOK_URL_LENGTH} characters once percent-encoded (it is ${written.length})`);
   try {
     await resolveWebhookHost(url.hostname, allowPrivate);
   } catch (err) {
     if (err instanceof AddressRefused) throw invalidUrl(`url is not allowed: ${err.message}`);
     throw err;
   }
-  return url.toString();
+  return written;
 }
 
 /** Standard Webhooks secret: whsec_ and base64 of 32 random bytes. */

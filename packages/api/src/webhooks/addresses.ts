@@ -4,7 +4,9 @@ import { BlockList, isIP } from "node:net";
 /**
  * Addresses a webhook may not reach unless WEBHOOK_ALLOW_PRIVATE is set (SSRF): unspecified,
  * loopback, private, shared (CGNAT), link-local (cloud metadata at 169.254.169.254), unique-local,
- * multicast, reserved and documentation ranges.
+ * multicast, reserved and documentation ranges; in IPv6 also the IETF protocol assignments
+ * (2001::/23: Teredo, benchmarking), local-use NAT64 (64:ff9b:1::/48, which a translator may map
+ * to any IPv4 address) and SRv6 segment ids.
  */
 const blocked = new BlockList();
 for (const [net, prefix] of [
@@ -14,7 +16,8 @@ for (const [net, prefix] of [
 ] as const)
   blocked.addSubnet(net, prefix, "ipv4");
 for (const [net, prefix] of [
-  ["::", 128], ["::1", 128], ["100::", 64], ["2001:db8::", 32], ["fc00::", 7], ["fe80::", 10], ["fec0::", 10], ["ff00::", 8],
+  ["::", 128], ["::1", 128], ["64:ff9b:1::", 48], ["100::", 64], ["2001::", 23], ["2001:db8::", 32], ["3fff::", 20], ["5f00::", 16],
+  ["fc00::", 7], ["fe80::", 10], ["fec0::", 10], ["ff00::", 8],
 ] as const)
   blocked.addSubnet(net, prefix, "ipv6");
 
@@ -36,12 +39,16 @@ function ipv6Bytes(address: string): number[] {
   });
 }
 
-/** The IPv4 address an IPv6 one carries (mapped ::ffff:0:0/96, compatible ::/96, NAT64 64:ff9b::/96, 6to4 2002::/16), if any. */
+/**
+ * The IPv4 address an IPv6 one carries (mapped ::ffff:0:0/96, translated ::ffff:0:0:0/96,
+ * compatible ::/96, NAT64 64:ff9b::/96, 6to4 2002::/16), if any.
+ */
 function embeddedIpv4(address: string): string | null {
   const b = ipv6Bytes(address);
   const zeros = (from: number, to: number) => b.slice(from, to).every((x) => x === 0);
   const v4 = (at: number) => b.slice(at, at + 4).join(".");
   if (zeros(0, 10) && b[10] === 0xff && b[11] === 0xff) return v4(12);
+  if (zeros(0, 8) && b[8] === 0xff && b[9] === 0xff && zeros(10, 12)) return v4(12);
   if (zeros(0, 12) && !zeros(12, 16) && !(zeros(12, 15) && b[15] === 1)) return v4(12);
   if (b[0] === 0x00 && b[1] === 0x64 && b[2] === 0xff && b[3] === 0x9b && zeros(4, 12)) return v4(12);
   if (b[0] === 0x20 && b[1] === 0x02) return v4(2);
