@@ -1,7 +1,7 @@
 import { Webhook } from "standardwebhooks";
-import { describe, expect, it } from "vitest";
-import { expectError, type TestServer } from "./harness.js";
-import { deliveriesOf, deliveriesWhen, endpointFor, eventually, touchPolicy, useServerAndReceiver, type Receiver } from "./webhook-receiver.js";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { expectError, startServer, type TestServer } from "./harness.js";
+import { deliveriesOf, deliveriesWhen, endpointFor, eventually, FAST, startReceiver, touchPolicy, useServerAndReceiver, type Receiver } from "./webhook-receiver.js";
 
 /** Retrieving, changing, enabling and disabling an endpoint, and rotating its signing secret. */
 describe("webhook endpoints: get, update, enable and disable, rotate the secret", () => {
@@ -200,5 +200,37 @@ describe("webhook endpoints: get, update, enable and disable, rotate the secret"
     expect(await eventsOf("webhook_endpoint.secret_rotated")).toHaveLength(n);
     const [current] = await server.query("SELECT secret FROM webhook_endpoints WHERE id = ?", [endpoint.id]);
     expect(answers.map((a) => a.body.secret)).toContain(current.secret);
+  });
+});
+
+describe("an attempt in flight while its endpoint is disabled", () => {
+  let server: TestServer;
+  let receiver: Receiver;
+  beforeAll(async () => {
+    // Attempts of 2 s: time enough to disable the endpoint while one hangs.
+    server = await startServer({ ...FAST, WEBHOOK_TIMEOUT_MS: "2000" });
+    receiver = await startReceiver();
+  });
+  afterAll(async () => {
+    await server?.close();
+    await receiver?.close();
+  });
+
+  it("fails with its outcome, as the endpoint's other pending deliveries did, instead of waiting for a retry", async () => {
+    const key = await (await server.newAccount()).key();
+    receiver.behave("/slow", "hang");
+    const endpoint = await endpointFor(server, receiver, "/slow", ["policy.updated"], key);
+    await touchPolicy(server, key);
+    await eventually("the attempt in flight", () => receiver.at("/slow").length === 1);
+    const disabled = await server.request("POST", `/v1/webhook_endpoints/${endpoint.id}`, { body: { status: "disabled" }, key });
+    expect(disabled.body.status).toBe("disabled");
+    // The disabling left the attempt to its outcome (it was leased): the timeout, then no retry.
+    const [delivery] = await deliveriesWhen("the attempt's outcome recorded", server, endpoint.id, key, (d) => d[0]?.last_error != null);
+    expect(delivery).toMatchObject({ status: "failed", attempts: 1, next_attempt_at: null, last_error: "no answer within 2000 ms" });
+    // Enabled again, the endpoint is not sent it by itself (a retry of the delivery would).
+    receiver.behave("/slow", "ok");
+    expect((await server.request("POST", `/v1/webhook_endpoints/${endpoint.id}`, { body: { status: "enabled" }, key })).body.status).toBe("enabled");
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(receiver.at("/slow")).toHaveLength(1);
   });
 });

@@ -422,7 +422,8 @@ export class WebhookDeliveryQueue {
   }
 
   /**
-   * The attempt failed: retried after a backoff while inside the retry window, else final. An
+   * The attempt failed: retried after a backoff while inside the retry window and its endpoint is
+   * enabled, else final. An
    * automatic schedule that ends in failure disables the endpoint (with its event); a manual
    * retry's one attempt only fails its delivery. `final` fails it at once (nothing to send).
    */
@@ -433,12 +434,16 @@ export class WebhookDeliveryQueue {
     const next = Math.min(now + backoffMs(d.attempts, this.config.retryBaseMs, MAX_RETRY_DELAY_MS), retryUntil);
     const outcome = { status, error: error.slice(0, 500), now };
     if (!final && now < retryUntil) {
-      await runSql(
+      // Retried only while its endpoint is enabled: one disabled while this attempt was in flight
+      // failed its other pending deliveries (failPendingStatement), and this one fails with them.
+      const retried = await runSql(
         this.ds,
-        "UPDATE webhook_deliveries SET next_attempt_at = ?, lease_token = NULL, last_response_status = ?, last_error = ?, updated_at = ? WHERE id = ? AND lease_token = ?",
-        [next, outcome.status, outcome.error, now, d.id, d.leaseToken],
+        "UPDATE webhook_deliveries SET next_attempt_at = ?, lease_token = NULL, last_response_status = ?, last_error = ?, updated_at = ? " +
+          "WHERE id = ? AND lease_token = ? AND endpoint_id IN (SELECT id FROM webhook_endpoints WHERE id = ? AND status = 'enabled')",
+        [next, outcome.status, outcome.error, now, d.id, d.leaseToken, d.endpointId],
       );
-      return;
+      if (retried.affected) return;
+      final = true;
     }
     const fail: Statement = {
       sql: "UPDATE webhook_deliveries SET status = 'failed', next_attempt_at = NULL, lease_token = NULL, last_response_status = ?, last_error = ?, updated_at = ? WHERE id = ? AND lease_token = ?",

@@ -56,6 +56,8 @@ export class WebhookWorker {
   private timer: NodeJS.Timeout | undefined;
   private timerAt = Infinity;
   private polling = false;
+  /** The poll running now, if any: stop() lets it finish (it gives back what it claims once stopped). */
+  private pollRun: Promise<void> = Promise.resolve();
   private stopped = false;
   private unwatch: (() => void) | undefined;
   /** When the last claim of due deliveries ran: one runs at least every pollMs. */
@@ -90,6 +92,7 @@ export class WebhookWorker {
     this.unwatch?.();
     clearTimeout(this.timer);
     this.closeSender();
+    await this.pollRun;
     try {
       await this.queue.release(this.waiting.splice(0).map((d) => this.unwait(d)));
       await this.queue.giveBackFresh();
@@ -106,7 +109,7 @@ export class WebhookWorker {
     this.timerAt = Date.now() + ms;
     this.timer = setTimeout(() => {
       this.timerAt = Infinity;
-      void this.poll();
+      this.pollRun = this.poll();
     }, ms);
   }
 
