@@ -61,8 +61,9 @@ describe("webhook endpoints: API", () => {
     await bad({ url: "not a url", events: ["*"] }, "url", /absolute URL/);
     await bad({ url: "ftp://example.com/x", events: ["*"] }, "url", /https:\/\/ or http:\/\//);
     await bad({ url: "https://user:pw@example.com/x", events: ["*"] }, "url", /user name or password/);
-    // 420 characters as given, 2,420 once percent-encoded (as stored and sent): refused alike on SQLite and MariaDB.
-    await bad({ url: `https://example.com/${"é".repeat(400)}`, events: ["*"] }, "url", /at most 2048 characters once percent-encoded \(it is 2420\)/);
+    // ~430 characters as given, ~2,430 once percent-encoded (as stored and sent): refused alike on SQLite and MariaDB.
+    const long = `${receiver.url}/${"é".repeat(400)}`;
+    await bad({ url: long, events: ["*"] }, "url", new RegExp(`at most 2048 characters once percent-encoded \\(it is ${new URL(long).toString().length}\\)`));
   });
 
   it("limits an account to 16 endpoints per mode, also when 24 are created at once", async () => {
