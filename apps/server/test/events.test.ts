@@ -1,3 +1,4 @@
+import { randomToken, timeStampOf } from "@cardctl/api";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { dbKind, expectError, processor, startServer, type TestServer } from "./harness.js";
 import { guarded, ISO, LIST_CARD_KEYS, APPROVAL_KEYS, ownerSession } from "./helpers.js";
@@ -527,6 +528,72 @@ describe(`events (${dbKind}, ${processor})`, () => {
         await resumed.until(() => resumed.events().some((e) => e.id === "evt_committedlate0000000000"), "the late event");
       } finally {
         await resumed.close();
+      }
+    });
+
+    it("resumes after an event the purge took (a quiet month): every event kept after it is sent", async () => {
+      const a = await account();
+      const monthAgo = Date.now() - 31 * 24 * 3600 * 1000;
+      // The last event the client got, 31 days ago; one since, and the newest of the outbox elsewhere.
+      const gone = `evt_${timeStampOf(monthAgo)}${randomToken(16)}`;
+      await writeEventAt(s, a.acct.id, (await topSeq(s)) + 1, gone);
+      await s.query("UPDATE events SET created_at = ? WHERE id = ?", [monthAgo, gone]);
+      await a.post("/v1/cards", { amount_cents: 200 });
+      await (await account()).post("/v1/cards", { amount_cents: 300 });
+      await s.app.services.events.purgeExpired();
+      expect(await s.query("SELECT id FROM events WHERE id = ?", [gone])).toEqual([]);
+      // As an event's id, and as a cursor naming it.
+      for (const lastEventId of [gone, `${gone}.-.${gone}.1`]) {
+        const stream = await openStream(s.url, a.key, { lastEventId, query: "?types=card.created" });
+        try {
+          await stream.until(() => stream.events().length >= 1, "the kept event");
+          expect(stream.events().map((e) => e.data.object.amount_cents)).toEqual([200]);
+        } finally {
+          await stream.close();
+        }
+      }
+    });
+
+    it("resending finds an event that committed late below the cursor when the purge took the cursor's floor", async () => {
+      const a = await account();
+      const top = await topSeq(s);
+      // The stream's floor is an event of 31 days ago; top+5 is read first, top+4 commits after the client went away.
+      const monthAgo = Date.now() - 31 * 24 * 3600 * 1000;
+      const floor = `evt_${timeStampOf(monthAgo)}${randomToken(16)}`;
+      await writeEventAt(s, a.acct.id, top + 1, floor);
+      await s.query("UPDATE events SET created_at = ? WHERE id = ?", [monthAgo, floor]);
+      const stream = await openStream(s.url, a.key, { query: "?types=card.created" });
+      let cursor: string;
+      try {
+        await stream.until((m) => m.some((x) => x.comment === "connected"), "the stream");
+        await writeEventAt(s, a.acct.id, top + 5, "evt_readfirstF00000000000000");
+        await stream.until(() => stream.events().length >= 1, "the first event");
+        cursor = stream.messages.find((m) => m.data)!.id!;
+      } finally {
+        await stream.close();
+      }
+      expect(cursor.split(".")[1]).toBe(floor);
+      await s.app.services.events.purgeExpired();
+      await writeEventAt(s, a.acct.id, top + 4, "evt_committedlateF000000000");
+      const resumed = await openStream(s.url, a.key, { lastEventId: cursor, query: "?types=card.created" });
+      try {
+        await resumed.until(() => resumed.events().some((e) => e.id === "evt_committedlateF000000000"), "the late event");
+      } finally {
+        await resumed.close();
+      }
+    });
+
+    it("refuses a Last-Event-ID that names no event of the account and mode (rather than starting from now)", async () => {
+      const a = await account();
+      const b = await account();
+      await b.post("/v1/cards", { amount_cents: 100 });
+      const [others] = await b.events("&type=card.created");
+      for (const lastEventId of [others.id, `${others.id}.-.${others.id}.1`, "evt_nosuchevent", "not-an-id"]) {
+        const res = await fetch(`${s.url}/v1/events/stream`, { headers: { authorization: `Bearer ${a.key}`, "last-event-id": lastEventId } });
+        expect(res.status).toBe(400);
+        const { error } = await res.json();
+        expect(error).toMatchObject({ code: "validation_error", details: { issues: [{ path: "Last-Event-ID" }] } });
+        expect(error.message).toContain("names no event of this account in test mode");
       }
     });
 

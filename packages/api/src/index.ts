@@ -12,7 +12,7 @@ export { ThreadedWebhookSender } from "./webhooks/threaded-sender.js";
 export { sha256, safeEqual } from "./domain/secrets.js";
 export { credentialOf } from "./domain/credentials.js";
 export { describeIssues, validationError, type ValidationIssue } from "./domain/validation.js";
-export { randomToken, newId } from "./domain/ids.js";
+export { randomToken, newId, timeStampOf } from "./domain/ids.js";
 export { SIMULATED_PROCESSOR_CARDS_PATH, SimulatedProcessor, type SimFault, type SimStep, type SimulatedIssuingCard } from "./processor/simulated.js";
 export type { Processor, ProcessorResolver, RevealEndpoint } from "./processor/types.js";
 export { StripeProcessor, EPHEMERAL_KEY_API_VERSION, refundFailure, type StripeProcessorOptions } from "./processor/stripe.js";

@@ -3,6 +3,9 @@ import type { EventType } from "@cardctl/contract";
 import { EventEntity, type EventRecord } from "../db/entities.js";
 import { fastRepository, queryRows } from "../db/fast.js";
 import type { Deps, Principal } from "./deps.js";
+import { EVENT_RETENTION_MS } from "./events.js";
+import { idTime } from "./ids.js";
+import { validationError } from "./validation.js";
 
 /**
  * How long after a seq was seen an event below it may still appear. MySQL/MariaDB hand out
@@ -15,6 +18,8 @@ const SCAN = 1000;
 const BATCH = 200;
 /** A cursor's range is recounted up to this many events (30 s of a busy account); a wider one (forged, or of a stalled stream) resumes after its event alone. */
 const RESUME_MAX = 10_000;
+/** An event missing from the outbox was purged if it was made this close to the retention or before (clocks of instances differ a little). */
+const PURGE_MARGIN_MS = 3600_000;
 
 const SCAN_SQL = `SELECT seq FROM events WHERE account_id = ? AND mode = ? AND seq > ? ORDER BY seq LIMIT ${SCAN}`;
 const LAST_SQL = "SELECT seq, id FROM events WHERE account_id = ? AND mode = ? ORDER BY seq DESC LIMIT 1";
@@ -70,10 +75,13 @@ export class EventFeed {
 
   /**
    * A feed from now on, or resuming after `lastEventId` (the SSE `Last-Event-ID` of a client
-   * reconnecting): a cursor of this feed, or an event's id, of this account and mode, still kept.
-   * From a cursor, the account's events between its floor and its highest are counted again: as
-   * many as it had handed out means none committed late there, and nothing is sent twice; more
-   * means one did, and that range is sent again (the events' ids tell repeats apart).
+   * reconnecting): a cursor of this feed, or an event's id, of this account and mode. From a
+   * cursor, the account's events between its floor and its highest are counted again: as many as
+   * it had handed out means none committed late there, and nothing is sent twice; another number
+   * means one did (or the purge took the floor), and that range is sent again (the events' ids tell
+   * repeats apart). An event the purge took (older than 30 days) resumes from the account's oldest
+   * kept event: every one kept came after it. An id that names no event of this account and mode
+   * is refused, rather than taken as "from now", which would skip what came after it unsaid.
    */
   static async open(deps: Deps, p: Principal, opts: { lastEventId?: string; types?: EventType[] }): Promise<EventFeed> {
     const types = opts.types?.length ? new Set(opts.types) : null;
@@ -86,19 +94,27 @@ export class EventFeed {
           ),
         )
       : new Map<string, Mark>();
-    const after = found.get(cursor ? cursor[1]! : (opts.lastEventId ?? ""));
+    const lastId = cursor ? cursor[1]! : opts.lastEventId;
+    const after = lastId === undefined ? undefined : found.get(lastId);
     if (cursor && after) {
-      const floor = cursor[2] === "-" ? null : found.get(cursor[2]!);
+      // A floor the purge took: counted from the account's first kept event, which does not match.
+      const floor = found.get(cursor[2]!) ?? null;
       const max = found.get(cursor[3]!);
-      if (max && (floor || cursor[2] === "-")) {
+      if (max) {
         const between = await seqsAbove(deps, p, floor?.seq ?? 0, max.seq, RESUME_MAX + 1);
         if (between.length <= RESUME_MAX) {
-          const same = between.length === Number(cursor[4]);
-          return new EventFeed(deps, p, floor ?? null, new Set(same ? between : []), same ? max : null, types);
+          const same = (floor !== null || cursor[2] === "-") && between.length === Number(cursor[4]);
+          return new EventFeed(deps, p, floor, new Set(same ? between : []), same ? max : null, types);
         }
       }
     }
     if (after) return EventFeed.after(deps, p, after, types);
+    if (lastId !== undefined) {
+      const made = idTime(lastId);
+      if (made === null || made > Date.now() - EVENT_RETENTION_MS + PURGE_MARGIN_MS)
+        throw validationError([{ path: "Last-Event-ID", message: `Last-Event-ID ${lastId} names no event of this account in ${p.mode} mode` }]);
+      return new EventFeed(deps, p, null, new Set(), null, types);
+    }
     const [last] = await queryRows(deps.ds, LAST_SQL, [p.accountId, p.mode]);
     return EventFeed.after(deps, p, last ? { seq: Number(last.seq), id: last.id as string } : null, types);
   }

@@ -40,11 +40,25 @@ export function timeStamp(): string {
   const now = Date.now();
   if (now !== stampMs) {
     stampMs = now;
-    let out = "";
-    for (let v = now, i = 0; i < 8; i++, v = Math.floor(v / 62)) out = ALPHABET[v % 62]! + out;
-    stamp = out;
+    stamp = timeStampOf(now);
   }
   return stamp;
+}
+
+/** A millisecond as timeStamp writes it. */
+export function timeStampOf(ms: number): string {
+  let out = "";
+  for (let v = ms, i = 0; i < 8; i++, v = Math.floor(v / 62)) out = ALPHABET[v % 62]! + out;
+  return out;
+}
+
+/** When an id of newId was made (its timeStamp read back), or null for a string that is not one. */
+export function idTime(id: string): number | null {
+  const m = /^[a-z]+_([0-9A-Za-z]{8})[0-9A-Za-z]{16}$/.exec(id);
+  if (!m) return null;
+  let ms = 0;
+  for (const c of m[1]!) ms = ms * 62 + ALPHABET.indexOf(c);
+  return ms;
 }
 
 /** An id: the prefix, the time it was made (see timeStamp) and 16 random base62 characters (95 bits). */
