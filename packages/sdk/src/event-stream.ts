@@ -111,7 +111,10 @@ export async function* streamEvents(http: HttpClient, options: EventStreamOption
         if (recent.has(event.id)) continue;
         recent.add(event.id);
         if (recent.size > RECENT_IDS) recent.delete(recent.values().next().value!);
+        // The caller's time with the event is not the server's silence (a slow --forward-to receiver).
+        clearTimeout(idle);
         yield event;
+        alive();
       }
       error = new APIConnectionError({ code: "stream_ended", message: "The server ended the event stream." });
     } catch (err) {

@@ -101,6 +101,26 @@ describe("events.list, events.get and events.stream against the real server", ()
     expect(drops.length).toBeGreaterThanOrEqual(1);
   });
 
+  it("a caller slower with an event than the idle timeout is not taken for a silent stream", async () => {
+    const c = await fresh();
+    const drops: Error[] = [];
+    const seen: string[] = [];
+    let connected!: () => void;
+    const open = new Promise<void>((r) => (connected = r));
+    const reading = (async () => {
+      for await (const e of c.events.stream({ types: ["card.created"], idleTimeoutMs: 400, onConnect: () => connected(), onDisconnect: (err) => drops.push(err) })) {
+        seen.push(e.data.object.id as string);
+        if (seen.length === 2) break;
+        await new Promise((resolve) => setTimeout(resolve, 1200)); // three idle timeouts, heartbeats meanwhile
+      }
+    })();
+    await open;
+    const ids = [((await c.cards.create({ amount_cents: 100 })) as { id: string }).id, ((await c.cards.create({ amount_cents: 101 })) as { id: string }).id];
+    await reading;
+    expect(seen).toEqual(ids);
+    expect(drops).toEqual([]);
+  });
+
   it("an event that committed out of order while it reconnected arrives, and none is repeated", async () => {
     const acct = await s.newAccount();
     const top = await topSeq(s);
