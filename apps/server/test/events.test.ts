@@ -84,9 +84,28 @@ describe(`events (${dbKind}, ${processor})`, () => {
 
     const lapsing = await a.post("/v1/cards", { amount_cents: 200 });
     await a.post(`/v1/test_helpers/cards/${lapsing.id}/expire_hold`);
-    const tail = (await a.events()).slice(-2);
-    expect(tail.map((e) => e.type)).toEqual(["card.created", "card.closed"]);
+    const tail = (await a.events()).slice(-3);
+    expect(tail.map((e) => e.type)).toEqual(["card.created", "card.closed", "hold.released"]);
     expect(tail[1]).toMatchObject({ actor: { type: "processor" }, data: { object: { id: lapsing.id, status: "CLOSED" } } });
+    expect(tail[2]).toMatchObject({ actor: { type: "processor" }, data: { object: { card_id: lapsing.id, amount_cents: 200, captured_cents: 0, released_cents: 200 } } });
+  });
+
+  it("a closed card's hold that lapses before its release (the processor failed the cancel): hold.released once, the processor's", async () => {
+    const a = await account();
+    const card = await a.post("/v1/cards", { amount_cents: 300 });
+    s.processor.fail("cancel", "fail");
+    try {
+      expectError(await s.request("POST", `/v1/cards/${card.id}/close`, { key: a.key }), 502, "processor_error");
+    } finally {
+      s.processor.clear();
+    }
+    expect(await a.types()).toEqual(["card.created", "card.closed"]);
+    await a.post(`/v1/test_helpers/cards/${card.id}/expire_hold`);
+    await s.app.services.maintenance.run(); // the recovery pass finds the hold gone: nothing more to release or announce
+    const events = await a.events();
+    expect(events.map((e) => e.type)).toEqual(["card.created", "card.closed", "hold.released"]);
+    expect(events[2]).toMatchObject({ actor: { type: "processor" }, data: { object: { card_id: card.id, captured_cents: 0, released_cents: 300, status: "released" } } });
+    expect((await s.request("GET", "/v1/balance", { key: a.key })).body.held_cents).toBe(0);
   });
 
   it("an expired card: card.expired (the system's), then its hold released", async () => {

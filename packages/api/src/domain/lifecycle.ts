@@ -10,7 +10,7 @@ import {
   type Payment,
   type Transaction,
 } from "../db/entities.js";
-import { fastRepository, insertedId, runAtomically, type Statement } from "../db/fast.js";
+import { fastRepository, insertedId, type Statement } from "../db/fast.js";
 import type { AccountService } from "./accounts.js";
 import { DUE_FOR_RECOVERY, type CardService } from "./cards.js";
 import { processorAccount } from "./issuance.js";
@@ -364,20 +364,25 @@ export class CardLifecycle {
   /**
    * The processor canceled the card's hold (it lapsed, or was canceled at the processor): nothing
    * may be approved on the card any more, so it is CLOSED and deactivated at once. A pending
-   * authorization still settles, charged off-session since the hold is gone.
+   * authorization still settles, charged off-session since the hold is gone. The hold's end is
+   * announced (hold.released, nothing captured) with the change that records it, on a card the
+   * API shows, as a release of ours is: a closed card's hold may lapse before its release ran.
    */
   async holdCanceled(card: Card): Promise<Card> {
     const now = Date.now();
-    const lapse = this.cards.updateStatement({ id: card.id, hold_status: "OPEN" }, { hold_status: "EXPIRED" });
+    const lapse = (expect?: number) => this.cards.updateStatement({ id: card.id, hold_status: "OPEN" }, { hold_status: "EXPIRED" }, expect);
+    const released = this.event(card, "hold.released", holdView(card, 0));
     // The card is closed from the status read, with its event; if it changed meanwhile, read again.
     for (let current = card; ; current = (await this.cards.findOneBy({ id: card.id }))!) {
+      const held = current.hold_status === "OPEN";
       if (current.status !== "OPEN" && current.status !== "USED") {
-        await runAtomically(this.deps.ds, [lapse]);
+        if (held) await commitWithEvents(this.deps.ds, [lapse(1)], current.status === "CLOSED" ? [released] : []);
         break;
       }
       const close = this.cards.updateStatement({ id: card.id, status: current.status }, { status: "CLOSED", closed_at: now }, 1);
       const closedView = cardListView({ ...current, status: "CLOSED", closed_at: now });
-      if (await commitWithEvents(this.deps.ds, [lapse, close], [this.event(current, "card.closed", closedView)])) break;
+      const events = [this.event(current, "card.closed", closedView), ...(held ? [released] : [])];
+      if (await commitWithEvents(this.deps.ds, [held ? lapse(1) : lapse(), close], events)) break;
     }
     const closed = (await this.cards.findOneBy({ id: card.id }))!;
     await this.cardService.finishClose(closed).catch(() => undefined); // the maintenance pass retries
