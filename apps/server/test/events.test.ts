@@ -550,13 +550,19 @@ describe(`events (${dbKind}, ${processor})`, () => {
       }
     });
 
+    /** An event of 31 days ago, by its id's time as by its created_at (one the purge takes), at `seq`: its id. */
+    async function monthOldEventAt(accountId: string, seq: number) {
+      const monthAgo = Date.now() - 31 * 24 * 3600 * 1000;
+      const id = `evt_${timeStampOf(monthAgo)}${randomToken(16)}`;
+      await writeEventAt(s, accountId, seq, id);
+      await s.query("UPDATE events SET created_at = ? WHERE id = ?", [monthAgo, id]);
+      return id;
+    }
+
     it("resumes after an event the purge took (a quiet month): every event kept after it is sent", async () => {
       const a = await account();
-      const monthAgo = Date.now() - 31 * 24 * 3600 * 1000;
       // The last event the client got, 31 days ago; one since, and the newest of the outbox elsewhere.
-      const gone = `evt_${timeStampOf(monthAgo)}${randomToken(16)}`;
-      await writeEventAt(s, a.acct.id, (await topSeq(s)) + 1, gone);
-      await s.query("UPDATE events SET created_at = ? WHERE id = ?", [monthAgo, gone]);
+      const gone = await monthOldEventAt(a.acct.id, (await topSeq(s)) + 1);
       await a.post("/v1/cards", { amount_cents: 200 });
       await (await account()).post("/v1/cards", { amount_cents: 300 });
       await s.app.services.events.purgeExpired();
@@ -577,10 +583,7 @@ describe(`events (${dbKind}, ${processor})`, () => {
       const a = await account();
       const top = await topSeq(s);
       // The stream's floor is an event of 31 days ago; top+5 is read first, top+4 commits after the client went away.
-      const monthAgo = Date.now() - 31 * 24 * 3600 * 1000;
-      const floor = `evt_${timeStampOf(monthAgo)}${randomToken(16)}`;
-      await writeEventAt(s, a.acct.id, top + 1, floor);
-      await s.query("UPDATE events SET created_at = ? WHERE id = ?", [monthAgo, floor]);
+      const floor = await monthOldEventAt(a.acct.id, top + 1);
       const stream = await openStream(s.url, a.key, { query: "?types=card.created" });
       let cursor: string;
       try {
