@@ -122,6 +122,24 @@ describe(`authentication (${dbKind})`, () => {
     });
   });
 
+  it("a path with %-escapes is authenticated as the route it reaches (the router decodes them)", async () => {
+    // /%761/ reaches /v1/, /%74rpc/ /trpc/, /%61dmin/ /admin/: each asks for its own credential.
+    expect((await s.request("GET", "/%761/cards?limit=1")).status).toBe(200);
+    expectError(await s.request("GET", "/%761/cards?limit=1", { key: null }), 401, "unauthorized");
+    expect((await s.request("GET", "/%74rpc/balance.retrieve")).status).toBe(200);
+    expectError(await s.request("GET", "/%74rpc/balance.retrieve", { key: null }), 401, "unauthorized");
+    const admin = await fetch(`${s.url}/%61dmin/v1/accounts/${s.accountId}`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+    expect(admin.status).toBe(200);
+    expect((await fetch(`${s.url}/%61dmin/v1/accounts/${s.accountId}`)).status).toBe(401);
+    // The event stream trusted the auth step: without it, a 500 for anyone.
+    const stream = await fetch(`${s.url}/%761/events/stream`, { headers: { authorization: `Bearer ${s.apiKey}` } });
+    expect(stream.status).toBe(200);
+    await stream.body!.cancel();
+    const anonymous = await fetch(`${s.url}/%761/events/stream`);
+    expect(anonymous.status).toBe(401);
+    expect((await anonymous.json()).error.code).toBe("unauthorized");
+  });
+
   it("revocation takes effect on the very next request, on both transports", async () => {
     const account = await s.newAccount();
     const created = await s.admin("POST", `/accounts/${account.id}/keys`, { mode: "test" });

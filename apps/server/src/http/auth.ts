@@ -2,6 +2,7 @@ import { AppError, credentialOf, safeEqual, sha256, type Services } from "@cardc
 import type { FastifyInstance } from "fastify";
 import { sendError } from "./errors.js";
 import { csrfError, SESSION_COOKIE, sessionOf, signedOut } from "./owner-session.js";
+import { isAdminPath, isApiPath, routedPath } from "./paths.js";
 import { queryCarriesCredential } from "./secrets-in-urls.js";
 
 /** Paths that need no credentials. */
@@ -10,8 +11,6 @@ const PUBLIC = /^\/(v1\/openapi\.json|docs|setup|health|v1\/webhooks\/)/;
 /** GET /v1/events/stream, with or without a query. */
 const EVENT_STREAM = /^\/v1\/events\/stream(\?|$)/;
 
-export const isApiPath = (url: string) => url.startsWith("/v1/") || url.startsWith("/trpc/");
-export const isAdminPath = (url: string) => url.startsWith("/admin/");
 
 /**
  * Authentication in two steps around rate limiting: credentials are resolved first (so limits can
@@ -20,9 +19,8 @@ export const isAdminPath = (url: string) => url.startsWith("/admin/");
  */
 export function registerAuth(app: FastifyInstance, services: Services, adminTokenHash: string, dashboardOrigin: string) {
   app.addHook("onRequest", async (req) => {
-    const url = req.url;
     // On every path: a key in a URL is exposed (logs, proxies, browser history) whatever it reached.
-    if (queryCarriesCredential(url)) {
+    if (queryCarriesCredential(req.url)) {
       req.authError = new AppError(
         401,
         "unauthorized",
@@ -30,6 +28,7 @@ export function registerAuth(app: FastifyInstance, services: Services, adminToke
       );
       return;
     }
+    const url = routedPath(req);
     if (PUBLIC.test(url) || (!isApiPath(url) && !isAdminPath(url))) return;
     const secret = credentialOf(req.headers.authorization);
     // Hashed only where it decides something: on /admin, or to explain a rejected key on the API.

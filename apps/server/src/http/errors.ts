@@ -4,6 +4,7 @@ import type { Socket } from "node:net";
 import { TRPCError } from "@trpc/server";
 import type { TRPC_ERROR_CODE_KEY } from "@trpc/server/rpc";
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import { routedPath } from "./paths.js";
 
 export const BODY_LIMIT = 100 * 1024;
 
@@ -143,7 +144,7 @@ export function registerErrorShaping(app: FastifyInstance) {
  */
 export function registerBodyShape(app: FastifyInstance) {
   app.addHook("preHandler", (req, reply, done) => {
-    if (req.body === undefined || (!req.principal && !req.isAdmin) || req.url.startsWith("/trpc/")) return done();
+    if (req.body === undefined || (!req.principal && !req.isAdmin) || routedPath(req).startsWith("/trpc/")) return done();
     if (typeof req.body === "object" && req.body !== null && !Array.isArray(req.body)) return done();
     sendError(
       req,

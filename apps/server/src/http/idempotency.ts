@@ -1,6 +1,6 @@
 import { AppError, READ_ONLY_POSTS, SECRET_ANSWER_POSTS, sha256, type Principal, type Services } from "@cardctl/api";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import { isApiPath } from "./auth.js";
+import { isApiPath, routedPath } from "./paths.js";
 import { sendError } from "./errors.js";
 import { TRPC_ROUTE } from "./transports.js";
 
@@ -80,7 +80,7 @@ export function registerIdempotency(app: FastifyInstance, services: Services) {
   // Callback hooks, not async ones: most requests pass straight through, without a promise each.
   app.addHook("preHandler", (req, reply, done) => {
     const header = req.headers["idempotency-key"];
-    if (req.method !== "POST" || header === undefined || !req.principal || !isApiPath(req.url) || READ_ONLY.has(procedureOf(req))) return done();
+    if (req.method !== "POST" || header === undefined || !req.principal || !isApiPath(routedPath(req)) || READ_ONLY.has(procedureOf(req))) return done();
     claim(req, reply, req.principal, header).then((answered) => answered || done(), done);
   });
 
