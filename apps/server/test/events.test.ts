@@ -550,6 +550,37 @@ describe(`events (${dbKind}, ${processor})`, () => {
       }
     });
 
+    it("the opening message carries the stream's position: resumed from it before any event came, none is missed", async () => {
+      const a = await account();
+      const opening = async () => {
+        const stream = await openStream(s.url, a.key, { query: "?types=card.created" });
+        try {
+          await stream.until((m) => m.some((x) => x.id !== undefined), "the opening id");
+          return stream.messages.find((m) => m.id !== undefined)!.id!;
+        } finally {
+          await stream.close();
+        }
+      };
+      const resumedGets = async (lastEventId: string, amount: number) => {
+        await a.post("/v1/cards", { amount_cents: amount }); // while the client is away
+        const resumed = await openStream(s.url, a.key, { lastEventId, query: "?types=card.created" });
+        try {
+          await resumed.until(() => resumed.events().length >= 1, "the event made meanwhile");
+          expect(resumed.events().map((e) => e.data.object.amount_cents)).toEqual([amount]);
+        } finally {
+          await resumed.close();
+        }
+      };
+      const position = await opening();
+      expect(position.split(".")).toHaveLength(4);
+      await resumedGets(position, 700);
+      // A mode of the account with no event yet: every event comes after its position.
+      await s.query("DELETE FROM events WHERE account_id = ? AND mode = 'test'", [a.acct.id]);
+      const empty = await opening();
+      expect(empty).toBe("-.-.-.0");
+      await resumedGets(empty, 800);
+    });
+
     /** An event of 31 days ago, by its id's time as by its created_at (one the purge takes), at `seq`: its id. */
     async function monthOldEventAt(accountId: string, seq: number) {
       const monthAgo = Date.now() - 31 * 24 * 3600 * 1000;

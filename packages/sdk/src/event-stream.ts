@@ -32,7 +32,11 @@ interface SseMessage {
   data?: string;
 }
 
-/** Messages of an SSE body: blank-line separated blocks of `field: value` lines; comments (heartbeats) count as activity only. */
+/**
+ * Messages of an SSE body: blank-line separated blocks of `field: value` lines, those with data or
+ * an id (the opening message's id is where the stream began); comments (heartbeats) count as
+ * activity only.
+ */
 async function* sseMessages(body: ReadableStream<Uint8Array>, onActivity: () => void): AsyncGenerator<SseMessage> {
   const reader = body.getReader();
   const decoder = new TextDecoder();
@@ -56,7 +60,7 @@ async function* sseMessages(body: ReadableStream<Uint8Array>, onActivity: () => 
           if (field === "id") msg.id = value;
           else if (field === "data") msg.data = msg.data === undefined ? value : `${msg.data}\n${value}`;
         }
-        if (msg.data !== undefined) yield msg;
+        if (msg.data !== undefined || msg.id !== undefined) yield msg;
       }
     }
   } finally {
@@ -106,7 +110,11 @@ export async function* streamEvents(http: HttpClient, options: EventStreamOption
           throw connection.signal.aborted ? err : new APIConnectionError({ code: "connection_error", message: `The event stream broke: ${(err as Error).message}`, cause: err });
         }
         if (next.done) break;
-        const event = JSON.parse(next.value.data!) as Event;
+        if (next.value.data === undefined) {
+          lastEventId = next.value.id;
+          continue;
+        }
+        const event = JSON.parse(next.value.data) as Event;
         lastEventId = next.value.id ?? event.id;
         if (recent.has(event.id)) continue;
         recent.add(event.id);

@@ -5,9 +5,10 @@ import { clientFor, startServer, type TestServer } from "./helpers.js";
 
 /**
  * A fetch whose first event stream is cut right after its first event arrives (the network's
- * doing); `beforeReconnect` runs before each later stream opens. Counts the streams opened.
+ * doing), or after its opening message with `at` ": connected"; `beforeReconnect` runs before each
+ * later stream opens. Counts the streams opened.
  */
-function cutAfterFirstEvent(beforeReconnect: () => Promise<void> = async () => {}) {
+function cutAfterFirstEvent(beforeReconnect: () => Promise<void> = async () => {}, at = "data:") {
   let connections = 0;
   const cutting: Fetch = async (input, init) => {
     const stream = input.includes("/events/stream");
@@ -20,7 +21,7 @@ function cutAfterFirstEvent(beforeReconnect: () => Promise<void> = async () => {
         const { done, value } = await reader.read();
         if (done) return controller.close();
         controller.enqueue(value);
-        if (new TextDecoder().decode(value).includes("data:")) {
+        if (new TextDecoder().decode(value).includes(at)) {
           await reader.cancel();
           controller.error(new TypeError("terminated"));
         }
@@ -99,6 +100,22 @@ describe("events.list, events.get and events.stream against the real server", ()
     expect(seen).toEqual(ids);
     expect(cutting.connections()).toBeGreaterThanOrEqual(2);
     expect(drops.length).toBeGreaterThanOrEqual(1);
+  });
+
+  it("a drop before any event came resumes from where the stream began: an event made meanwhile arrives", async () => {
+    let c!: Cardctl;
+    let made = "";
+    const cutting = cutAfterFirstEvent(async () => {
+      if (!made) made = ((await c.cards.create({ amount_cents: 150 })) as { id: string }).id;
+    }, ": connected");
+    c = await fresh({ fetch: cutting.fetch });
+    const drops: Error[] = [];
+    for await (const e of c.events.stream({ types: ["card.created"], onDisconnect: (err) => drops.push(err) })) {
+      expect(e.data.object.id).toBe(made);
+      break;
+    }
+    expect(drops).toHaveLength(1);
+    expect(cutting.connections()).toBe(2);
   });
 
   it("a caller slower with an event than the idle timeout is not taken for a silent stream", async () => {

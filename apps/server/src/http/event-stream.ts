@@ -67,7 +67,9 @@ export function registerEventStream(app: FastifyInstance, services: Services, op
       // nginx and similar proxies buffer responses unless told not to.
       "x-accel-buffering": "no",
     });
-    res.write("retry: 2000\n: connected\n\n");
+    // The feed's position as the opening message's id: a client that reconnects before the first
+    // event resumes from there (EventSource keeps an id that came without data too).
+    res.write(`retry: 2000\nid: ${feed.position()}\n: connected\n\n`);
 
     let ended = false;
     let timer: NodeJS.Timeout | undefined;

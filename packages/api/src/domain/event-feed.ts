@@ -45,6 +45,8 @@ interface Mark {
  */
 const cursorOf = (eventId: string, floor: Mark | null, max: Mark, handed: number) => `${eventId}.${floor?.id ?? "-"}.${max.id}.${handed}`;
 const CURSOR = /^(evt_[A-Za-z0-9]+)\.(evt_[A-Za-z0-9]+|-)\.(evt_[A-Za-z0-9]+)\.(\d{1,9})$/;
+/** The cursor of a feed of an account (and mode) that had no event when it opened: every event comes after it. */
+const BEFORE_ALL = "-.-.-.0";
 
 /**
  * A live reader of one account's events in one mode, from the outbox (so events written by any
@@ -85,6 +87,7 @@ export class EventFeed {
    */
   static async open(deps: Deps, p: Principal, opts: { lastEventId?: string; types?: EventType[] }): Promise<EventFeed> {
     const types = opts.types?.length ? new Set(opts.types) : null;
+    if (opts.lastEventId === BEFORE_ALL) return new EventFeed(deps, p, null, new Set(), null, types);
     const cursor = CURSOR.exec(opts.lastEventId ?? "");
     const ids = cursor ? [cursor[1]!, cursor[2]!, cursor[3]!].filter((id) => id !== "-") : opts.lastEventId ? [opts.lastEventId] : [];
     const found = ids.length
@@ -133,6 +136,15 @@ export class EventFeed {
     const between = await seqsAbove(deps, p, floor?.seq ?? 0, top.seq, RESUME_MAX + 1);
     if (between.length > RESUME_MAX) return new EventFeed(deps, p, top, new Set(), null, types);
     return new EventFeed(deps, p, floor, new Set(between), top, types);
+  }
+
+  /**
+   * Where the feed stands, as a cursor (the stream's opening message carries it): a client that
+   * resumes from it before any event arrived misses none that came meanwhile.
+   */
+  position(): string {
+    const max = this.marks.at(-1)?.mark ?? this.floor;
+    return max ? cursorOf(max.id, this.floor, max, this.seen.size) : BEFORE_ALL;
   }
 
   async next(): Promise<FedEvent[]> {
