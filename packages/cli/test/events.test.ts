@@ -52,18 +52,22 @@ describe("cardctl events", () => {
 });
 
 /** A local receiver recording every request (its headers and raw body), answering `status`. */
-async function receiver(status = 200) {
+async function receiver(status: number | "hang" = 200) {
   const got: { headers: IncomingHttpHeaders; body: string }[] = [];
   const server: Server = createServer((req, res) => {
     let body = "";
     req.setEncoding("utf8").on("data", (d) => (body += d));
     req.on("end", () => {
       got.push({ headers: req.headers, body });
-      res.writeHead(status).end();
+      if (status !== "hang") res.writeHead(status).end();
     });
   });
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks`, got, close: () => new Promise((r) => server.close(r)) };
+  const close = () => {
+    server.closeAllConnections();
+    return new Promise((r) => server.close(r));
+  };
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks`, got, close };
 }
 
 /** `cardctl listen …` as a running process, with its output so far and a wait for a line. */
@@ -177,13 +181,49 @@ describe("cardctl listen", () => {
     }
   });
 
-  it("refuses a bad --forward-to (usage, exit 2) and unknown event types (the API's 400, exit 1)", async () => {
+  it("a receiver that hangs delays no event's line; Ctrl-C ends its forward at once, printing nothing more", async () => {
+    const hung = await receiver("hang");
+    const l = listen(["--forward-to", hung.url, "--events", "*"]);
+    try {
+      await l.waitFor(/Ready!/);
+      const cards = [(await post("/v1/cards", { amount_cents: 201 })).body, (await post("/v1/cards", { amount_cents: 202 })).body];
+      // Both printed as they came, though the first forward still waits for its answer (10 s).
+      await l.waitFor(new RegExp(`--> card\\.created .*${cards[0].id}[\\s\\S]*--> card\\.created .*${cards[1].id}`));
+      expect(l.output().stdout).not.toContain("<--");
+      const at = Date.now();
+      l.child.kill("SIGINT");
+      expect(await l.exited).toBe(0);
+      expect(Date.now() - at).toBeLessThan(5_000);
+      expect(l.output().stdout).not.toContain("<--");
+    } finally {
+      l.child.kill("SIGKILL");
+      await hung.close();
+    }
+  });
+
+  it("a server that cannot be reached at the start is an error (exit 1), as for any command", async () => {
+    const gone = createNetServer();
+    await new Promise<void>((r) => gone.listen(0, "127.0.0.1", r));
+    const port = (gone.address() as AddressInfo).port;
+    await new Promise((r) => gone.close(r));
+    const res = await run(["listen"], { env: { ...env, CARDCTL_BASE_URL: `http://127.0.0.1:${port}` } });
+    expect(res.code).toBe(1);
+    expect(res.stderr).toContain(`Could not reach http://127.0.0.1:${port}`);
+    expect(res.stdout).not.toContain("Ready!");
+  });
+
+  it("refuses a bad --forward-to and unknown event types before connecting (usage, exit 2)", async () => {
     const bad = await run(["listen", "--forward-to", "ftp://example.com"], { env });
     expect(bad.code).toBe(2);
     expect(bad.stderr).toContain("--forward-to must be an http:// or https:// URL");
-    const unknown = await run(["listen", "--events", "card.nope"], { env });
-    expect(unknown.code).toBe(1);
-    // The API's parameter (`types`) is named as the flag that gave it.
-    expect(unknown.stderr).toContain("Error: Invalid request: --events has unknown event types: card.nope.");
+    const credentials = await run(["listen", "--forward-to", "http://user:pw@localhost:3000/x"], { env });
+    expect(credentials.code).toBe(2);
+    expect(credentials.stderr).toContain("--forward-to must not carry a user name or password");
+    const unknown = await run(["listen", "--events", "card.nope,card.created"], { env });
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toContain('--events has unknown event types: card.nope ("*" alone is every type). Event types: card.created, card.used,');
+    const empty = await run(["listen", "--events", ","], { env });
+    expect(empty.code).toBe(2);
+    expect(empty.stderr).toContain('--events needs at least one event type, or "*" for all.');
   });
 });

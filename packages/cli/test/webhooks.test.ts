@@ -77,7 +77,20 @@ describe("cardctl webhooks", () => {
     const retried = await cli(["retry", created.id, delivery.id]);
     expect(retried.code, retried.stderr).toBe(0);
     expect(retried.stdout).toContain(`Delivery ${delivery.id} of policy.updated ${delivery.event_id} will be sent again now.`);
+    expect(retried.stdout).not.toContain("enabled again");
     await eventually("sent again", () => receiver.at("/cli-json").length === 2);
+    // A retry on a disabled endpoint enables it again, and says so.
+    expect((await cli(["disable", created.id])).code).toBe(0);
+    const revived = await cli(["retry", created.id, delivery.id]);
+    expect(revived.stdout).toContain(`Endpoint ${created.id} was disabled: it is enabled again, and receives new events from now on.`);
+    await eventually("sent a third time", () => receiver.at("/cli-json").length === 3);
+    // --all follows every page: a second event's delivery, then pages of one.
+    await s.request("PUT", "/v1/policies/default", { key, body: { max_amount_cents: 31000 } });
+    await eventually("the second event delivered", () => receiver.at("/cli-json").length === 4);
+    const all = (await cli(["deliveries", created.id, "--all", "--limit", "1", "--json"])).json();
+    expect(all.has_more).toBe(false);
+    expect(all.data.map((d: { id: string }) => d.id)).toEqual([expect.stringMatching(/^whd_/), delivery.id]);
+    expect((await cli(["deliveries", created.id, "--limit", "1"])).stderr).toContain("More deliveries exist: use --all or a larger --limit.");
     // Not a terminal: refused without --yes, nothing deleted.
     const refused = await cli(["delete", created.id]);
     expect(refused.code).toBe(2);
@@ -125,6 +138,9 @@ describe("cardctl webhooks", () => {
     const [d] = await eventually("delivered", () => receiver.at("/cli-change").length === 1 && receiver.at("/cli-change"));
     expect(new Webhook(secret).verify(d!.body, d!.headers)).toEqual(d!.event);
     expect((await cli(["rotate-secret", created.id, "--expire-previous-in", "soon"])).code).toBe(2);
+    const long = await cli(["rotate-secret", created.id, "--expire-previous-in", "8d"]);
+    expect(long.code).toBe(2);
+    expect(long.stderr).toContain('--expire-previous-in must be at most 7d, got "8d".');
     const final = await cli(["rotate-secret", created.id, "--expire-previous-in", "0", "--json"]);
     expect(final.json().previous_secret_expires_at).toBeNull();
     expect(receiver.invalid).toEqual([]);
@@ -138,6 +154,11 @@ describe("cardctl webhooks", () => {
     expect(r.stderr).toMatch(/agent/);
     const { cli } = await account();
     expect((await cli(["deliveries", "we_x", "--status", "late"])).code).toBe(2);
+    // Event types are checked before any request, and named with their flag.
+    const typo = await cli(["create", `${receiver.url}/typo`, "--events", "card.used,card.usd"]);
+    expect(typo.code).toBe(2);
+    expect(typo.stderr).toContain('--events has unknown event types: card.usd ("*" alone is every type). Event types: card.created,');
+    expect((await cli(["list", "--json"])).json().data).toEqual([]);
     const missing = await cli(["delete", "we_missing", "--yes"]);
     expect(missing.code).toBe(1);
     expect(missing.stderr).toMatch(/No such webhook endpoint/);

@@ -2,7 +2,7 @@ import type { WebhookDelivery, WebhookEndpoint } from "@cardctl/sdk";
 import type { Command } from "commander";
 import { ctxOf, type Ctx } from "../context.js";
 import { UsageError } from "../errors.js";
-import { parseDuration, parseLimit } from "../options.js";
+import { parseDuration, parseEventTypes, parseLimit } from "../options.js";
 import { confirmOrRefuse } from "../prompt.js";
 import { relativeTime, truncate, type Style } from "../output.js";
 
@@ -22,12 +22,8 @@ function printEndpoint(ctx: Ctx, e: WebhookEndpoint): void {
   ]);
 }
 
-/** `--events a,b` as the API takes it: types, or "*". */
-function parseEvents(raw: string): string[] {
-  const events = raw.split(",").map((t) => t.trim()).filter(Boolean);
-  if (events.length === 0) throw new UsageError('--events needs at least one event type, or "*" for all.');
-  return events;
-}
+/** The longest overlap of a rotated-out secret the API takes (7 days). */
+const MAX_PREVIOUS_SECRET_MS = 7 * 86_400_000;
 
 /** The signing secret of an answer, with what to do with it. */
 function printSecret(ctx: Ctx, secret: string, hint: string): void {
@@ -51,7 +47,7 @@ export function registerWebhooks(program: Command): void {
     .option("--description <text>", "what the endpoint is for")
     .action(async (url: string, o: { events: string; description?: string }, cmd: Command) => {
       const ctx = ctxOf(cmd);
-      const body = { url, events: parseEvents(o.events) as any, ...(o.description !== undefined ? { description: o.description } : {}) };
+      const body = { url, events: parseEventTypes(o.events, "--events") as any, ...(o.description !== undefined ? { description: o.description } : {}) };
       const e = await ctx.out.spin("Creating the webhook endpoint", () => ctx.client().webhookEndpoints.create(body));
       if (ctx.out.json) return ctx.out.printJson(e);
       const { out } = ctx;
@@ -85,7 +81,7 @@ export function registerWebhooks(program: Command): void {
       if (o.url === undefined && o.events === undefined && o.description === undefined) throw new UsageError("Give at least one of --url, --events, --description.");
       const body = {
         ...(o.url !== undefined ? { url: o.url } : {}),
-        ...(o.events !== undefined ? { events: parseEvents(o.events) as any } : {}),
+        ...(o.events !== undefined ? { events: parseEventTypes(o.events, "--events") as any } : {}),
         ...(o.description !== undefined ? { description: o.description === "" ? null : o.description } : {}),
       };
       const e = await ctx.out.spin("Updating the webhook endpoint", () => ctx.client().webhookEndpoints.update(id, body));
@@ -116,6 +112,7 @@ export function registerWebhooks(program: Command): void {
       const ctx = ctxOf(cmd);
       const ms = parseDuration(o.expirePreviousIn, "--expire-previous-in");
       if (ms % 1000 !== 0) throw new UsageError("--expire-previous-in must be whole seconds.");
+      if (ms > MAX_PREVIOUS_SECRET_MS) throw new UsageError(`--expire-previous-in must be at most 7d, got "${o.expirePreviousIn}".`);
       const e = await ctx.out.spin("Rotating the signing secret", () => ctx.client().webhookEndpoints.rotateSecret(id, { expire_previous_in_seconds: ms / 1000 }));
       if (ctx.out.json) return ctx.out.printJson(e);
       ctx.out.line(`${ctx.out.style("✓", "green")} Signing secret rotated.`);
@@ -170,7 +167,8 @@ export function registerWebhooks(program: Command): void {
     .description("List an endpoint's deliveries, newest first: status, attempts, last answer, next attempt")
     .option("--status <status>", `only ${DELIVERY_STATUSES.join(", ")}`)
     .option("--limit <n>", "page size, 1..100 (default 20)")
-    .action(async (id: string, o: { status?: string; limit?: string }, cmd: Command) => {
+    .option("--all", "follow every page")
+    .action(async (id: string, o: { status?: string; limit?: string; all?: boolean }, cmd: Command) => {
       const ctx = ctxOf(cmd);
       const { out } = ctx;
       const params: { status?: any; limit?: number } = {};
@@ -180,7 +178,10 @@ export function registerWebhooks(program: Command): void {
         params.status = s;
       }
       if (o.limit !== undefined) params.limit = parseLimit(o.limit);
-      const page = (await out.spin("Fetching deliveries", async () => await ctx.client().webhookEndpoints.deliveries(id, params))).toJSON();
+      const client = ctx.client();
+      const page = o.all
+        ? { data: await out.spin("Fetching deliveries", () => client.webhookEndpoints.deliveries(id, params).toArray(Infinity)), has_more: false }
+        : (await out.spin("Fetching deliveries", async () => await client.webhookEndpoints.deliveries(id, params))).toJSON();
       if (out.json) return out.printJson(page);
       out.table(
         ["ID", "STATUS", "EVENT", "ATTEMPTS", "LAST ANSWER", "NEXT ATTEMPT", "CREATED"],
@@ -196,7 +197,7 @@ export function registerWebhooks(program: Command): void {
         "No deliveries yet.",
         { shrink: ["LAST ANSWER", "EVENT"] },
       );
-      if (page.has_more) out.hint("More deliveries exist: use a larger --limit.");
+      if (page.has_more) out.hint("More deliveries exist: use --all or a larger --limit.");
     });
 
   webhooks
@@ -204,8 +205,14 @@ export function registerWebhooks(program: Command): void {
     .description("Send a delivery again now (enables a disabled endpoint again)")
     .action(async (id: string, deliveryId: string, _o: unknown, cmd: Command) => {
       const ctx = ctxOf(cmd);
-      const d = await ctx.out.spin("Retrying the delivery", () => ctx.client().webhookEndpoints.retry(id, deliveryId));
+      const client = ctx.client();
+      // The retry enables a disabled endpoint: said, since the endpoint then takes every new event again.
+      const { d, wasDisabled } = await ctx.out.spin("Retrying the delivery", async () => {
+        const wasDisabled = (await client.webhookEndpoints.get(id)).status === "disabled";
+        return { d: await client.webhookEndpoints.retry(id, deliveryId), wasDisabled };
+      });
       if (ctx.out.json) return ctx.out.printJson(d);
       ctx.out.line(`${ctx.out.style("✓", "green")} Delivery ${d.id} of ${d.event_type} ${d.event_id} will be sent again now.`);
+      if (wasDisabled) ctx.out.line(`Endpoint ${id} was disabled: it is enabled again, and receives new events from now on.`);
     });
 }
