@@ -1,4 +1,4 @@
-import { schemas } from "@cardctl/sdk";
+import { EVENT_TYPES } from "@cardctl/contract/event-types";
 import { UsageError } from "./errors.js";
 
 /** `--limit`: a page size of 1..100, as every list takes. */
@@ -25,7 +25,7 @@ export function parseEventTypes(raw: string, option: string): string[] {
   const types = raw.split(",").map((t) => t.trim()).filter(Boolean);
   if (types.length === 0) throw new UsageError(`${option} needs at least one event type, or "*" for all.`);
   if (types.length === 1 && types[0] === "*") return types;
-  const known: readonly string[] = schemas.EVENT_TYPES;
+  const known: readonly string[] = EVENT_TYPES;
   const unknown = types.filter((t) => !known.includes(t));
   if (unknown.length > 0)
     throw new UsageError(`${option} has unknown event types: ${unknown.join(", ")} ("*" alone is every type). Event types: ${known.join(", ")}.`);
