@@ -80,6 +80,7 @@ export async function buildApp(config: Config, opts: AppOptions = {}) {
       }),
     },
   };
+  const trusted = config.trustProxy;
   const app = Fastify({
     logger,
     bodyLimit: BODY_LIMIT,
@@ -88,6 +89,9 @@ export async function buildApp(config: Config, opts: AppOptions = {}) {
     // terminal they show from LOG_LEVEL=debug only.
     ...(prettyLogs && !["debug", "trace"].includes(config.logLevel) ? { logController: new QuietRequestLogs() } : {}),
     requestIdHeader: false,
+    // Unset: the peer's address is the client, whatever X-Forwarded-For says. A hop count trusts
+    // that many addresses from the peer back (Fastify's trust function takes the hop's index).
+    trustProxy: typeof trusted === "number" ? (_address: string, hop: number) => hop < trusted : (trusted ?? false),
     frameworkErrors,
     clientErrorHandler,
     // A client that sends its headers and then stalls or trickles its body is answered 408 and

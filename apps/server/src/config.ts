@@ -1,3 +1,5 @@
+import { isIP } from "node:net";
+
 /** Every setting of the server, from the environment (DESIGN 3.1). */
 export interface Config {
   port: number;
@@ -37,6 +39,12 @@ export interface Config {
   eventStreamHeartbeatMs: number;
   /** How often an event stream looks for events committed on other instances (this instance's wake it at once). */
   eventStreamPollMs: number;
+  /**
+   * TRUST_PROXY: the proxies whose X-Forwarded-For names the client (addresses or CIDR ranges, or
+   * how many hops in front of the server), for the per-IP limits and the logs; unset, the peer's
+   * address is the client (a header anyone can send is never believed).
+   */
+  trustProxy: string[] | number | undefined;
   /** WEBHOOK_ALLOW_PRIVATE: webhook endpoints may use http:// and loopback/private addresses (tests, LANs). */
   webhookAllowPrivate: boolean;
   /** Longest a webhook attempt may take for a whole answer. */
@@ -112,6 +120,29 @@ function int(env: NodeJS.ProcessEnv, name: string, fallback: number, min = 0, ma
   return n;
 }
 
+/** TRUST_PROXY: unset, a number of hops, or comma-separated addresses and CIDR ranges of the proxies. */
+function trustProxy(env: NodeJS.ProcessEnv): string[] | number | undefined {
+  const raw = (env.TRUST_PROXY ?? "").trim();
+  if (raw === "") return undefined;
+  if (/^\d+$/.test(raw)) {
+    const hops = Number(raw);
+    if (hops >= 1 && hops <= 10) return hops;
+  }
+  const entries = raw.split(",").map((entry) => entry.trim());
+  const valid = (entry: string) => {
+    const [address, prefix, ...rest] = entry.split("/");
+    const family = isIP(address ?? "");
+    if (family === 0 || rest.length > 0) return false;
+    return prefix === undefined || (/^\d+$/.test(prefix) && Number(prefix) <= (family === 4 ? 32 : 128));
+  };
+  const bad = entries.filter((entry) => !valid(entry));
+  if (bad.length > 0)
+    throw new ConfigError(
+      `TRUST_PROXY must be the addresses or CIDR ranges of your proxies (e.g. 127.0.0.1,10.0.0.0/8) or how many hops sit in front of the server (1 to 10), got '${bad.join(",")}'`,
+    );
+  return entries;
+}
+
 /** STRIPE_TEST_PUBLISHABLE_KEY / STRIPE_LIVE_PUBLISHABLE_KEY: unset, or a pk_test_… / pk_live_… key. */
 function publishableKey(env: NodeJS.ProcessEnv, mode: "test" | "live"): string | undefined {
   const name = `STRIPE_${mode.toUpperCase()}_PUBLISHABLE_KEY`;
@@ -159,6 +190,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, isTTY: boolean 
     requestTimeoutMs: int(env, "REQUEST_TIMEOUT_MS", 30000, 1000),
     creationLeaseMs: int(env, "CREATION_LEASE_MS", 60000, 1),
     maintenanceIntervalMs: int(env, "MAINTENANCE_INTERVAL_MS", 30000),
+    trustProxy: trustProxy(env),
     webhookAllowPrivate: flag(env, "WEBHOOK_ALLOW_PRIVATE"),
     webhookTimeoutMs: int(env, "WEBHOOK_TIMEOUT_MS", 10000, 100),
     webhookRetryBaseMs: int(env, "WEBHOOK_RETRY_BASE_MS", 5000, 1),

@@ -57,6 +57,34 @@ describe(`rate limits (${dbKind})`, () => {
   });
 });
 
+describe(`rate limits behind a proxy (${dbKind})`, () => {
+  const spend = async (s: TestServer, from: string | undefined) => {
+    const headers = from ? { "x-forwarded-for": from } : undefined;
+    return (await s.request("GET", "/v1/balance", { key: null, headers })).status;
+  };
+
+  it.each(["127.0.0.1", "1"])("with TRUST_PROXY=%s (the proxy, or one hop), each client behind it has its own per-IP budget", async (trusted) => {
+    const s = await startServer({ RATE_LIMIT_PER_HOUR: "2", TRUST_PROXY: trusted });
+    try {
+      expect([await spend(s, "203.0.113.7"), await spend(s, "203.0.113.7"), await spend(s, "203.0.113.7")]).toEqual([401, 401, 429]);
+      // Another client through the same proxy still has its own.
+      expect(await spend(s, "198.51.100.9")).toBe(401);
+    } finally {
+      await s.close();
+    }
+  });
+
+  it("without it, X-Forwarded-For is not believed: a client cannot get a fresh budget by sending one", async () => {
+    const s = await startServer({ RATE_LIMIT_PER_HOUR: "2" });
+    try {
+      expect([await spend(s, "203.0.113.7"), await spend(s, "203.0.113.8")]).toEqual([401, 401]);
+      expect(await spend(s, "203.0.113.9")).toBe(429);
+    } finally {
+      await s.close();
+    }
+  });
+});
+
 describe(`routes that are not rate limited (${dbKind})`, () => {
   let s: TestServer;
   beforeAll(async () => {

@@ -188,6 +188,9 @@ describe("start-up failures: one line on stderr, what is wrong and what to do, c
     [{ DATABASE_URL: `mysql://root:${PASSWORD}@127.0.0.1:3306/` }, "DATABASE_URL 'mysql://root:***@127.0.0.1:3306/' names no database: add it"],
     [{ DATABASE_URL: `mysql://root:${PASSWORD}@[bad/cardctl` }, "DATABASE_URL 'mysql://root:***@[bad/cardctl' is not a valid URL"],
     [{ DATABASE_URL: "sqlite:" }, "DATABASE_URL 'sqlite:' names no file"],
+    [{ TRUST_PROXY: "true" }, "TRUST_PROXY must be the addresses or CIDR ranges of your proxies (e.g. 127.0.0.1,10.0.0.0/8) or how many hops sit in front of the server (1 to 10), got 'true'"],
+    [{ TRUST_PROXY: "10.0.0.0/33,::1,lb.internal" }, "got '10.0.0.0/33,lb.internal'"],
+    [{ TRUST_PROXY: "0" }, "got '0'"],
   ])("loadConfig refuses %o", (env, message) => {
     let error: unknown;
     try {
@@ -198,6 +201,12 @@ describe("start-up failures: one line on stderr, what is wrong and what to do, c
     expect(error).toBeInstanceOf(ConfigError);
     expect((error as Error).message).toContain(message);
     expect((error as Error).message).not.toContain(PASSWORD);
+  });
+
+  it("loadConfig: TRUST_PROXY takes addresses and ranges, or a hop count; unset trusts no header", () => {
+    expect(loadConfig({}).trustProxy).toBeUndefined();
+    expect(loadConfig({ TRUST_PROXY: "127.0.0.1, 10.0.0.0/8,fd00::/8" }).trustProxy).toEqual(["127.0.0.1", "10.0.0.0/8", "fd00::/8"]);
+    expect(loadConfig({ TRUST_PROXY: "2" }).trustProxy).toBe(2);
   });
 
   it("loadConfig: LOG_FORMAT defaults to pretty on a terminal, json otherwise", () => {
