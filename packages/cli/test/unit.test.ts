@@ -3,6 +3,7 @@ import { formatMoney } from "@cardctl/sdk";
 import { CardctlError } from "@cardctl/sdk";
 import { EXIT, exitCodeFor } from "../src/errors.js";
 import { parseAmount, parseCents } from "../src/money.js";
+import { parseLimit } from "../src/options.js";
 import { relativeTime } from "../src/output.js";
 
 describe("money", () => {
@@ -30,6 +31,13 @@ describe("money", () => {
     expect(formatMoney(123456789)).toBe("$1,234,567.89");
     expect(formatMoney(-5)).toBe("-$0.05");
     expect(formatMoney(null)).toBe("-");
+  });
+});
+
+describe("--limit", () => {
+  it("takes a whole number from 1 to 100 written in digits, nothing else", () => {
+    expect([parseLimit("1"), parseLimit("20"), parseLimit("100")]).toEqual([1, 20, 100]);
+    for (const bad of ["0", "101", "-1", "1.5", "1e1", "0x10", " 5", "5 ", "", "abc", "007a"]) expect(() => parseLimit(bad), bad).toThrow("--limit must be a whole number from 1 to 100.");
   });
 });
 

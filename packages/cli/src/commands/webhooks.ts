@@ -45,6 +45,13 @@ export function registerWebhooks(program: Command): void {
     .description("Create an endpoint; prints its signing secret once")
     .option("--events <types>", 'comma-separated event types, e.g. approval.created,card.used ("*": all)', "*")
     .option("--description <text>", "what the endpoint is for")
+    .addHelpText(
+      "after",
+      `
+The URL must be https:// on a host with public addresses (the server refuses loopback and private
+ones unless it runs with WEBHOOK_ALLOW_PRIVATE=1). To receive events on your own machine while
+developing, run: cardctl listen --forward-to http://localhost:3000/webhooks`,
+    )
     .action(async (url: string, o: { events: string; description?: string }, cmd: Command) => {
       const ctx = ctxOf(cmd);
       const body = { url, events: parseEventTypes(o.events, "--events") as any, ...(o.description !== undefined ? { description: o.description } : {}) };
