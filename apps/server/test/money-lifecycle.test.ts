@@ -234,6 +234,46 @@ describe(`money lifecycle scenarios (${dbKind}, ${processor})`, () => {
     await expectInvariant(c.id, 0);
   });
 
+  it("20 parallel refunds of one whole capture: one is recorded, the others refused; no refund credit is left behind", async () => {
+    const c = await card(1000);
+    const auth = await authorize(c.id, 1000);
+    const txn = await capture(auth.id);
+    // Each with its own Idempotency-Key, as a client would send them (on MariaDB several read the card before any refund commits).
+    const answers = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => post(`/v1/test_helpers/transactions/${txn.id}/refund`, { amount_cents: 1000 }, { "idempotency-key": `refund-${txn.id}-${i}` })),
+    );
+    expect(answers.map((a) => a.status).sort()).toEqual([201, ...Array(19).fill(409)]);
+    for (const refused of answers.filter((a) => a.status === 409)) expect(refused.body.error).toMatchObject({ code: "refund_exceeds_capture", details: { refundable_cents: 0 } });
+    await expectInvariant(c.id, 0);
+    // A later capture of the authorization is collected in full.
+    await capture(auth.id, 300);
+    await expectInvariant(c.id, 300);
+  });
+
+  it("a reversal and a capture of one authorization at once: exactly one lands, and the card agrees with it", async () => {
+    for (let round = 0; round < 6; round++) {
+      const c = await card(1000);
+      const auth = await authorize(c.id, 1000);
+      const [reversed, captured] = await Promise.all([
+        post(`/v1/test_helpers/authorizations/${auth.id}/reverse`, undefined, { "idempotency-key": `reverse-${auth.id}` }),
+        post(`/v1/test_helpers/authorizations/${auth.id}/capture`, undefined, { "idempotency-key": `capture-${auth.id}` }),
+      ]);
+      if (captured.status === 201) {
+        expectError(reversed, 409, "authorization_not_pending");
+        expect(reversed.body.error.details).toEqual({ status: "closed" });
+        expect(await read(c.id)).toMatchObject({ status: "USED", spent_cents: 1000 });
+        await expectInvariant(c.id, 1000);
+      } else {
+        expect(reversed.status).toBe(200);
+        expectError(captured, 409, "authorization_not_capturable");
+        expect(await read(c.id)).toMatchObject({ status: "OPEN", spent_cents: 0, remaining_cents: 1000 });
+        await expectInvariant(c.id, 0);
+        // The card takes a purchase again: its hold is in force.
+        expect((await authorize(c.id, 400)).approved).toBe(true);
+      }
+    }
+  });
+
   for (const outcome of ["reverse", "expire"] as const)
     it(`an authorization that ${outcome}s unsettled gives the card back, OPEN with its full remaining`, async () => {
       const c = await card(900);

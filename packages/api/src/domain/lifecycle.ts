@@ -1,4 +1,4 @@
-import { IsNull, LessThan, MoreThan, type FindOptionsWhere } from "typeorm";
+import { In, IsNull, LessThan, MoreThan, type FindOptionsWhere } from "typeorm";
 import { isUniqueViolation } from "../db/datasource.js";
 import {
   AuthorizationEntity,
@@ -16,7 +16,7 @@ import { DUE_FOR_RECOVERY, type CardService } from "./cards.js";
 import { processorAccount } from "./issuance.js";
 import { callProcessor, toApiError } from "./processor-call.js";
 import type { Deps, Principal } from "./deps.js";
-import { notFound } from "./errors.js";
+import { AppError, notFound } from "./errors.js";
 import { newId } from "./ids.js";
 import { pageOf, type Page, type PageQuery } from "./paging.js";
 import type { NewPayment, PaymentQueue } from "./payments.js";
@@ -46,6 +46,14 @@ export interface SettleRequest {
   processorTransactionId?: string;
   merchantName?: string | null;
 }
+
+/** The test helpers' capture of an authorization that gave its card back (reversed, expired): none. */
+export const notCapturable = (a: Authorization) =>
+  new AppError(409, "authorization_not_capturable", `Authorization ${a.id} was ${a.status}; it cannot be captured.`, { status: a.status });
+
+/** The test helpers' refund beyond what may still be refunded. */
+const refundExceeds = (refundable: number) =>
+  new AppError(409, "refund_exceeds_capture", `Only ${Math.max(refundable, 0)} of this capture can still be refunded.`, { refundable_cents: Math.max(refundable, 0) });
 
 export type DeclineReason = "card_not_open" | "card_expired" | "hold_not_in_force" | "amount_exceeds_remaining" | "processor_declined";
 
@@ -241,9 +249,16 @@ export class CardLifecycle {
       const lapsed = card.expires_at <= now || card.revoked_at !== null;
       const change: Partial<Card> = lapsed ? { status: "CLOSED", closed_at: now } : { status: "OPEN", remaining_cents: card.amount_cents, used_at: null, used_key: null };
       const after = { ...card, ...change };
+      // Moves the ledger's version too: a settlement planned on the card still USED reads it again
+      // (and spends the card again) instead of committing beside the card's return.
+      const reopen = this.cards.updateStatement(
+        { id: card.id, status: "USED", spent_cents: 0, ledger_version: card.ledger_version },
+        { ...change, ledger_version: card.ledger_version + 1 },
+        1,
+      );
       const changed = await commitWithEvents(
         this.deps.ds,
-        [...steps, this.cards.updateStatement({ id: card.id, status: "USED", spent_cents: 0 }, change, 1)],
+        [...steps, reopen],
         [...events, lapsed ? this.event(card, "card.expired", cardListView(after), SYSTEM) : this.event(card, "card.reopened", cardListView(after))],
       );
       // An expired card's hold is released now (the recovery pass retries if the processor fails).
@@ -263,11 +278,19 @@ export class CardLifecycle {
    * payment method off-session as its own payment. The transaction, its payments and the card's
    * spent_cents commit together; the payments are then carried out (and retried from the queue).
    */
-  async settle(card: Card, req: SettleRequest): Promise<Transaction> {
+  async settle(card: Card, req: SettleRequest, o: { onlyCapturable?: boolean } = {}): Promise<Transaction> {
     const seen = await this.seenTransaction(req.processorTransactionId);
     if (seen) return seen;
     const txn = transactionRow(card, "capture", req);
-    const recorded = await this.recordTransaction(card, txn, (current) => {
+    const recorded = await this.recordTransaction(card, txn, async (current) => {
+      // The test helpers' capture (`onlyCapturable`) of an authorization that gave its card back
+      // meanwhile is refused, read again at each attempt and guarded in its transaction; the
+      // network's own captures are facts, recorded whatever came before them.
+      const guarded = o.onlyCapturable && req.authorizationId ? req.authorizationId : null;
+      if (guarded) {
+        const auth = (await this.authorizations.findOneBy({ id: guarded }))!;
+        if (auth.status !== "pending" && auth.status !== "closed") throw notCapturable(auth);
+      }
       const due = Math.max(current.spent_cents + req.amountCents, 0) - Math.max(current.spent_cents, 0);
       // The hold settles once: whoever flips it OPEN → CAPTURED takes it (a loser reads again).
       // Nothing due of it (a refund netted the capture) captures 0: the hold is released whole.
@@ -290,7 +313,8 @@ export class CardLifecycle {
         steps.push(this.cards.updateStatement({ id: card.id, hold_status: "OPEN" }, { hold_status: "CAPTURED" }, 1));
         events.push(this.event(card, fromHold > 0 ? "hold.captured" : "hold.released", holdView(card, fromHold)));
       }
-      if (req.authorizationId)
+      if (guarded) steps.push(this.authorizations.updateStatement({ id: guarded, status: In(["pending", "closed"]) }, { status: "closed", updated_at: txn.created_at }, 1));
+      else if (req.authorizationId)
         steps.push(this.authorizations.updateStatement({ id: req.authorizationId, status: "pending" }, { status: "closed", updated_at: txn.created_at }));
       return { payments, steps, events };
     });
@@ -303,11 +327,18 @@ export class CardLifecycle {
    * card's collections: first what was never collected (waived), then the hold's capture and the
    * charges in order. A refund recorded before the capture it refunds is netted by that capture.
    */
-  async refund(card: Card, req: Omit<SettleRequest, "authorizationId">): Promise<Transaction> {
+  async refund(card: Card, req: Omit<SettleRequest, "authorizationId">, o: { atMostCents?: number } = {}): Promise<Transaction> {
     const seen = await this.seenTransaction(req.processorTransactionId);
     if (seen) return seen;
     const txn = transactionRow(card, "refund", req);
     return this.recordTransaction(card, txn, async (current) => {
+      // The test helpers' refund: never more than `atMostCents` (its capture), nor than the card's
+      // settlements left unrefunded, checked on each reading of the card (concurrent refunds
+      // serialize on its ledger version, so a second one sees the first).
+      if (o.atMostCents !== undefined) {
+        const refundable = Math.min(o.atMostCents, current.spent_cents);
+        if (req.amountCents > refundable) throw refundExceeds(refundable);
+      }
       const back = Math.max(current.spent_cents, 0) - Math.max(current.spent_cents - req.amountCents, 0);
       return { payments: refundDraws(await this.payments.ofCard(card.id), back), steps: [], events: [] };
     });

@@ -120,13 +120,13 @@ export const testHelpersRouter = router({
       testMode(ctx.principal.mode);
       const auth = await ctx.services.lifecycle.findAuthorization(ctx.principal, input.id);
       if (!auth.approved) throw new AppError(409, "authorization_not_approved", "A declined authorization cannot be captured.");
-      // A reversed or expired one gave its card back (it may be OPEN again): there is nothing to settle.
-      if (auth.status === "reversed" || auth.status === "expired")
-        throw new AppError(409, "authorization_not_capturable", `Authorization ${auth.id} was ${auth.status}; it cannot be captured.`, { status: auth.status });
       if (auth.amount_cents === 0) throw new AppError(409, "authorization_not_capturable", "A card verification (an authorization of 0) cannot be captured.", { status: auth.status });
       const card = await ctx.services.cards.find(ctx.principal, auth.card_id);
       ctx.response.status = 201;
-      return transactionView(await ctx.services.lifecycle.settle(card, { amountCents: input.amount_cents ?? auth.amount_cents, authorizationId: auth.id, merchantName: auth.merchant_name }));
+      // A reversed or expired one gave its card back (it may be OPEN again): there is nothing to
+      // settle; checked in the settlement itself, so a reversal at the same moment cannot slip by.
+      const settle = { amountCents: input.amount_cents ?? auth.amount_cents, authorizationId: auth.id, merchantName: auth.merchant_name };
+      return transactionView(await ctx.services.lifecycle.settle(card, settle, { onlyCapturable: true }));
     }),
 
   reverse: releaseProcedure("reverse", "The merchant reverses an authorization"),
@@ -141,13 +141,10 @@ export const testHelpersRouter = router({
       const txn = await ctx.services.lifecycle.findTransaction(ctx.principal, input.id);
       if (txn.type !== "capture") throw new AppError(409, "not_a_capture", "Only a capture can be refunded.");
       const card = await ctx.services.cards.find(ctx.principal, txn.card_id);
-      const amount = input.amount_cents ?? txn.amount_cents;
-      // As a merchant's refund: never more than the capture, nor than what the card's settlements left unrefunded.
-      const refundable = Math.min(txn.amount_cents, card.spent_cents);
-      if (amount > refundable)
-        throw new AppError(409, "refund_exceeds_capture", `Only ${Math.max(refundable, 0)} of this capture can still be refunded.`, { refundable_cents: Math.max(refundable, 0) });
       ctx.response.status = 201;
-      return transactionView(await ctx.services.lifecycle.refund(card, { amountCents: amount, merchantName: txn.merchant_name }));
+      // As a merchant's refund: never more than the capture, nor than what the card's settlements left unrefunded.
+      const refund = { amountCents: input.amount_cents ?? txn.amount_cents, merchantName: txn.merchant_name };
+      return transactionView(await ctx.services.lifecycle.refund(card, refund, { atMostCents: txn.amount_cents }));
     }),
 
   expireHold: apiProcedure
@@ -171,9 +168,13 @@ function releaseProcedure(verb: "reverse" | "expire", summary: string) {
     .mutation(async ({ ctx, input }) => {
       testMode(ctx.principal.mode);
       const auth = await ctx.services.lifecycle.findAuthorization(ctx.principal, input.id);
-      if (auth.status !== "pending")
-        throw new AppError(409, "authorization_not_pending", `Authorization ${input.id} is ${auth.status}, not pending.`, { status: auth.status });
-      return authorizationView(await ctx.services.lifecycle.release(auth, outcome));
+      const notPending = (a: { status: string }) =>
+        new AppError(409, "authorization_not_pending", `Authorization ${input.id} is ${a.status}, not pending.`, { status: a.status });
+      if (auth.status !== "pending") throw notPending(auth);
+      const released = await ctx.services.lifecycle.release(auth, outcome);
+      // A capture (or another release) got there first: its change stands, this one did nothing.
+      if (released.status !== outcome) throw notPending(released);
+      return authorizationView(released);
     });
 }
 
