@@ -29,7 +29,7 @@ type Outcome =
 const answer = (text: string, o: Outcome) => ok(text, o);
 
 export const issued = (card: Card | CardCreated | CardDetail, approval: Approval | null) =>
-  answer(`Issued ${describeCard(card)}. Get its number with reveal_card; close_card when you are done.`, {
+  answer(`Issued ${describeCard(card)}. Get its number with reveal_card right before paying; it takes one purchase. If you will not use it, close_card releases its hold.`, {
     outcome: "issued",
     card: publicCard(card),
     approval,

@@ -89,7 +89,8 @@ export function registerAgentTools(server: McpServer, { client, reveal }: ToolCo
     "close_card",
     {
       title: "Close a card",
-      description: "Closes a card for good: the processor declines anything more on it and the unspent hold is released. Closing a closed card succeeds.",
+      description:
+        "Closes a card you will not use, for good: the processor declines anything more on it and its hold is released. Closing a closed card succeeds; a used card is deactivated by its purchase already and cannot be closed (card_not_open).",
       inputSchema: s.cardIdInput,
       annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true },
     },
