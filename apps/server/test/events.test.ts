@@ -526,6 +526,16 @@ describe(`events (${dbKind}, ${processor})`, () => {
       }
     });
 
+    /** A stream of card.created resumed from `lastEventId` sends the event `id` (one that committed late). */
+    async function resumedSees(key: string, lastEventId: string, id: string) {
+      const resumed = await openStream(s.url, key, { lastEventId, query: "?types=card.created" });
+      try {
+        await resumed.until(() => resumed.events().some((e) => e.id === id), "the late event");
+      } finally {
+        await resumed.close();
+      }
+    }
+
     it("resuming finds an event that committed out of order, below the last one the client got", async () => {
       const a = await account();
       const top = await topSeq(s);
@@ -542,12 +552,7 @@ describe(`events (${dbKind}, ${processor})`, () => {
         await stream.close();
       }
       await event(top + 3, "evt_committedlate0000000000");
-      const resumed = await openStream(s.url, a.key, { lastEventId: cursor, query: "?types=card.created" });
-      try {
-        await resumed.until(() => resumed.events().some((e) => e.id === "evt_committedlate0000000000"), "the late event");
-      } finally {
-        await resumed.close();
-      }
+      await resumedSees(a.key, cursor, "evt_committedlate0000000000");
     });
 
     it("the opening message carries the stream's position: resumed from it before any event came, none is missed", async () => {
@@ -628,12 +633,7 @@ describe(`events (${dbKind}, ${processor})`, () => {
       expect(cursor.split(".")[1]).toBe(floor);
       await s.app.services.events.purgeExpired();
       await writeEventAt(s, a.acct.id, top + 4, "evt_committedlateF000000000");
-      const resumed = await openStream(s.url, a.key, { lastEventId: cursor, query: "?types=card.created" });
-      try {
-        await resumed.until(() => resumed.events().some((e) => e.id === "evt_committedlateF000000000"), "the late event");
-      } finally {
-        await resumed.close();
-      }
+      await resumedSees(a.key, cursor, "evt_committedlateF000000000");
     });
 
     it("refuses a Last-Event-ID that names no event of the account and mode (rather than starting from now)", async () => {
