@@ -234,6 +234,16 @@ describe(`money lifecycle scenarios (${dbKind}, ${processor})`, () => {
     await expectInvariant(c.id, 0);
   });
 
+  it("expire_hold on a hold already captured changes nothing: a settled hold cannot lapse", async () => {
+    const c = await card(800);
+    const auth = await authorize(c.id, 800);
+    await capture(auth.id);
+    const after = (await post(`/v1/test_helpers/cards/${c.id}/expire_hold`)).body;
+    expect(after).toMatchObject({ id: c.id, status: "USED", spent_cents: 800 });
+    expect(await read(c.id)).toMatchObject({ status: "USED" });
+    await expectInvariant(c.id, 800);
+  });
+
   it("20 parallel refunds of one whole capture: one is recorded, the others refused; no refund credit is left behind", async () => {
     const c = await card(1000);
     const auth = await authorize(c.id, 1000);

@@ -420,8 +420,12 @@ export class CardLifecycle {
     return closed;
   }
 
-  /** Test helper expire_hold: the processor lets the card's hold lapse, and reports it. */
+  /**
+   * Test helper expire_hold: the processor lets the card's hold lapse, and reports it. A captured
+   * hold has settled (its PaymentIntent cannot lapse any more): nothing happens to it or the card.
+   */
   async expireHold(card: Card): Promise<Card> {
+    if (card.hold_status === "CAPTURED") return card;
     if (card.hold_id && card.hold_status === "OPEN") {
       const processor = this.deps.processors(card.mode);
       const expire = processor.expireHold
