@@ -48,7 +48,7 @@ export interface SettleRequest {
 }
 
 /** The test helpers' capture of an authorization that gave its card back (reversed, expired): none. */
-export const notCapturable = (a: Authorization) =>
+const notCapturable = (a: Authorization) =>
   new AppError(409, "authorization_not_capturable", `Authorization ${a.id} was ${a.status}; it cannot be captured.`, { status: a.status });
 
 /** The test helpers' refund beyond what may still be refunded. */
