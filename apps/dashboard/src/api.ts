@@ -158,26 +158,36 @@ export const queryClient: QueryClient = new QueryClient({
   },
 });
 
-/** The lists an event's kind changes (approval.created → the approvals), refreshed when one arrives. */
-const LISTS: Record<string, string> = {
-  approval: "approvals",
-  card: "cards",
-  authorization: "authorizations",
-  transaction: "transactions",
-  policy: "policy",
-  api_key: "api_keys",
-  webhook_endpoint: "webhook_endpoints",
-  account: "setup",
+/**
+ * The lists an event's kind changes (approval.created → the approvals), refreshed when one
+ * arrives. A settlement or refund moves its card's spent and left too, and a hold's end its card.
+ */
+const LISTS: Record<string, string[]> = {
+  approval: ["approvals"],
+  card: ["cards"],
+  authorization: ["authorizations"],
+  transaction: ["transactions", "cards"],
+  hold: ["cards"],
+  policy: ["policy"],
+  api_key: ["api_keys"],
+  webhook_endpoint: ["webhook_endpoints"],
+  account: ["setup"],
 };
 /** What any event changes: the events list itself, the spend summary and chart, and webhook deliveries (one per endpoint taking it). */
 const EVERY_EVENT = ["events", "spend", "webhook_deliveries"];
 /** An event's deliveries are written by a delivery worker moments after it (well within a second): looked at again then. */
 const DELIVERIES_WRITTEN_MS = 1000;
 
+/** The longest wait before opening the stream again after the server refused it. */
+const MAX_REOPEN_MS = 30_000;
+
 /**
  * The account's events, live (GET /v1/events/stream on the session cookie): a new request shows
  * in the inbox without a reload. On each (re)connection the lists are refetched, for what happened
- * while disconnected. Answers whether the stream is connected; EventSource reconnects by itself.
+ * while disconnected. Answers whether the stream is connected. EventSource reconnects by itself
+ * after a network error, but closes for good on an error answer (401, 429, a proxy's 502): it is
+ * then opened again, with backoff, and the pages' reads are refetched once (a 401 there leads to
+ * sign-in).
  */
 export function useLiveEvents(): boolean {
   const client = useQueryClient();
@@ -186,19 +196,34 @@ export function useLiveEvents(): boolean {
   useEffect(() => {
     // The mode's events only: a new stream when it changes. EventSource cannot send headers.
     setLive(false);
-    const stream = new EventSource(`/v1/events/stream?mode=${mode}`);
-    stream.onopen = () => {
-      setLive(true);
-      for (const list of [...Object.values(LISTS), ...EVERY_EVENT]) void client.invalidateQueries({ queryKey: [list] });
+    let stream: EventSource;
+    let reopen: ReturnType<typeof setTimeout> | undefined;
+    let refused = 0;
+    const open = () => {
+      stream = new EventSource(`/v1/events/stream?mode=${mode}`);
+      stream.onopen = () => {
+        refused = 0;
+        setLive(true);
+        for (const list of new Set([...Object.values(LISTS).flat(), ...EVERY_EVENT])) void client.invalidateQueries({ queryKey: [list] });
+      };
+      stream.onerror = () => {
+        setLive(false);
+        if (stream.readyState !== EventSource.CLOSED) return;
+        if (refused === 0) void client.invalidateQueries();
+        reopen = setTimeout(open, Math.min(MAX_REOPEN_MS, 1000 * 2 ** refused++));
+      };
+      stream.onmessage = onMessage;
     };
-    stream.onerror = () => setLive(false);
-    stream.onmessage = (msg: MessageEvent<string>) => {
-      const list = LISTS[((JSON.parse(msg.data) as { type?: string }).type ?? "").split(".")[0]!];
-      if (list) void client.invalidateQueries({ queryKey: [list] });
+    const onMessage = (msg: MessageEvent<string>) => {
+      for (const list of LISTS[((JSON.parse(msg.data) as { type?: string }).type ?? "").split(".")[0]!] ?? []) void client.invalidateQueries({ queryKey: [list] });
       for (const other of EVERY_EVENT) void client.invalidateQueries({ queryKey: [other] });
       setTimeout(() => void client.invalidateQueries({ queryKey: ["webhook_deliveries"] }), DELIVERIES_WRITTEN_MS);
     };
-    return () => stream.close();
+    open();
+    return () => {
+      clearTimeout(reopen);
+      stream.close();
+    };
   }, [client, mode]);
   return live;
 }

@@ -145,6 +145,26 @@ describe.skipIf(!haveChromium)(`the dashboard in a browser (${dbKind})`, () => {
     await page.getByText("Nothing to approve").waitFor();
   });
 
+  it("the live stream is opened again after the server refused it (a proxy's 503), and new requests still appear live", async () => {
+    const problemsBefore = d.problems.length;
+    let answered = 0;
+    await page.route("**/v1/events/stream*", (route) => (answered++ === 0 ? route.fulfill({ status: 503, body: "" }) : route.continue()));
+    try {
+      await page.reload();
+      await page.getByText("live updates on").waitFor({ timeout: 15_000 });
+      expect(answered).toBeGreaterThanOrEqual(2);
+      const asked = (await api("POST", "/v1/cards", agentKey, { amount_cents: 1500, agent_id: "shopper", purpose: "After the refusal" })).body;
+      await item("After the refusal").waitFor();
+      expect((await api("POST", `/v1/approvals/${asked.approval_id}/reject`, fullKey, {})).status).toBe(200);
+      await item("After the refusal").waitFor({ state: "detached" });
+    } finally {
+      await page.unroute("**/v1/events/stream*");
+    }
+    // The browser logs the refused stream; expected here, so not a problem.
+    expect(d.problems.slice(problemsBefore)).toEqual(["Failed to load resource: the server responded with a status of 503 (Service Unavailable)"]);
+    d.problems.splice(problemsBefore);
+  });
+
   it("cards: a status filter, a card's authorizations and transactions, and Close card after a confirmation", async () => {
     await page.getByRole("link", { name: "Cards" }).click();
     await page.getByRole("heading", { name: "Cards" }).waitFor();
@@ -206,6 +226,30 @@ describe.skipIf(!haveChromium)(`the dashboard in a browser (${dbKind})`, () => {
     await page.getByRole("button", { name: "Save policy" }).click();
     await page.getByText("Policy saved.").waitFor();
     expect((await api("GET", "/v1/policies/default", fullKey)).body).toEqual({ approval_required: false, max_amount_cents: 12345 });
+
+    // A change made elsewhere shows in the form at once, and saving another field keeps it.
+    const policyNow = async () => (await api("GET", "/v1/policies/default", fullKey)).body;
+    await api("PUT", "/v1/policies/default", fullKey, { approval_required: true });
+    await expect.poll(() => approval.isChecked()).toBe(true);
+    await page.getByLabel("Maximum per card (USD)").fill("99");
+    await page.getByRole("button", { name: "Save policy" }).click();
+    await expect.poll(policyNow).toEqual({ approval_required: true, max_amount_cents: 9900 });
+    // Back as the later cases expect it.
+    await approval.uncheck();
+    await page.getByLabel("Maximum per card (USD)").fill("123.45");
+    await page.getByRole("button", { name: "Save policy" }).click();
+    await expect.poll(policyNow).toEqual({ approval_required: false, max_amount_cents: 12345 });
+  });
+
+  it("cards: a settlement shows in its card's Spent at once, without a reload (issued at once: the policy asks no approval now)", async () => {
+    await page.getByRole("link", { name: "Cards" }).click();
+    await page.getByRole("heading", { name: "Cards" }).waitFor();
+    const settling = (await api("POST", "/v1/cards", fullKey, { amount_cents: 1999, purpose: "Settles while shown" })).body;
+    const row = page.getByRole("listitem").filter({ hasText: "Settles while shown" });
+    const auth = (await api("POST", `/v1/test_helpers/cards/${settling.id}/authorizations`, fullKey, { amount_cents: 1999 })).body;
+    await row.getByText(/Spent \$0\.00/).waitFor();
+    expect((await api("POST", `/v1/test_helpers/authorizations/${auth.id}/capture`, fullKey)).status).toBe(201);
+    await row.getByText(/Spent \$19\.99/).waitFor();
   });
 
   it("API keys: the secret is shown once with a Copy button, never stored; a revoked key is refused", async () => {

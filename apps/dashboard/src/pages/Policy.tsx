@@ -19,11 +19,19 @@ export function Policy() {
 
 function PolicyForm({ policy }: { policy: PolicyData }) {
   const client = useQueryClient();
-  const [approval, setApproval] = useState(policy.approval_required);
-  const [max, setMax] = useState((policy.max_amount_cents / 100).toFixed(2));
+  // A field the owner has not touched (null) shows, and saves, the policy as it is now: a change
+  // made elsewhere meanwhile (a live event reloads it) is neither hidden nor undone by a save.
+  const [editedApproval, setApproval] = useState<boolean | null>(null);
+  const [editedMax, setMax] = useState<string | null>(null);
+  const approval = editedApproval ?? policy.approval_required;
+  const max = editedMax ?? (policy.max_amount_cents / 100).toFixed(2);
   const save = useMutation({
     mutationFn: () => trpc.policies.updateDefault.mutate({ approval_required: approval, max_amount_cents: Math.round(Number(max) * 100) }),
-    onSuccess: (p) => client.setQueryData(["policy"], p),
+    onSuccess: (p) => {
+      client.setQueryData(["policy"], p);
+      setApproval(null);
+      setMax(null);
+    },
   });
   const submit = (e: FormEvent) => {
     e.preventDefault();
