@@ -260,6 +260,26 @@ describe(`money lifecycle scenarios (${dbKind}, ${processor})`, () => {
     await expectInvariant(c.id, 300);
   });
 
+  it("the refunds of one capture together never exceed it, even while the card has other captures to refund", async () => {
+    const c = await card(1000);
+    const auth = await authorize(c.id, 1000);
+    const first = await capture(auth.id, 400);
+    const second = await capture(auth.id, 600);
+    await refund(first.id, 250);
+    const over = await post(`/v1/test_helpers/transactions/${first.id}/refund`, { amount_cents: 200 });
+    expectError(over, 409, "refund_exceeds_capture");
+    expect(over.body.error.details).toEqual({ refundable_cents: 150 });
+    // Parallel refunds of the rest, each with its own key: only what is left of the first capture goes back.
+    const answers = await Promise.all(
+      Array.from({ length: 10 }, (_, i) => post(`/v1/test_helpers/transactions/${first.id}/refund`, { amount_cents: 50 }, { "idempotency-key": `rest-${first.id}-${i}` })),
+    );
+    expect(answers.map((a) => a.status).sort()).toEqual([...Array(3).fill(201), ...Array(7).fill(409)]);
+    expectError(await post(`/v1/test_helpers/transactions/${first.id}/refund`), 409, "refund_exceeds_capture");
+    // The second capture is still refundable in full.
+    await refund(second.id);
+    await expectInvariant(c.id, 0);
+  });
+
   it("a reversal and a capture of one authorization at once: exactly one lands, and the card agrees with it", async () => {
     for (let round = 0; round < 6; round++) {
       const c = await card(1000);

@@ -249,6 +249,8 @@ export interface Transaction {
   type: TransactionType;
   amount_cents: number;
   merchant_name: string | null;
+  /** A refund the test helpers made of a capture: that capture's id (refunds of it never exceed it). */
+  refund_of: string | null;
   created_at: number;
 }
 
@@ -314,6 +316,7 @@ export const TransactionEntity = new EntitySchema<Transaction>({
     type: str(16),
     amount_cents: int(),
     merchant_name: str(200, true),
+    refund_of: str(40, true),
     created_at: ms(),
   },
 });

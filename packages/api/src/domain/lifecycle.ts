@@ -77,6 +77,7 @@ const transactionRow = (card: Card, type: Transaction["type"], req: SettleReques
   type,
   amount_cents: req.amountCents,
   merchant_name: req.merchantName ?? null,
+  refund_of: null,
   created_at: Date.now(),
 });
 
@@ -327,16 +328,19 @@ export class CardLifecycle {
    * card's collections: first what was never collected (waived), then the hold's capture and the
    * charges in order. A refund recorded before the capture it refunds is netted by that capture.
    */
-  async refund(card: Card, req: Omit<SettleRequest, "authorizationId">, o: { atMostCents?: number } = {}): Promise<Transaction> {
+  async refund(card: Card, req: Omit<SettleRequest, "authorizationId">, o: { ofCapture?: Transaction } = {}): Promise<Transaction> {
     const seen = await this.seenTransaction(req.processorTransactionId);
     if (seen) return seen;
-    const txn = transactionRow(card, "refund", req);
+    const capture = o.ofCapture;
+    const txn = { ...transactionRow(card, "refund", req), refund_of: capture?.id ?? null };
     return this.recordTransaction(card, txn, async (current) => {
-      // The test helpers' refund: never more than `atMostCents` (its capture), nor than the card's
-      // settlements left unrefunded, checked on each reading of the card (concurrent refunds
-      // serialize on its ledger version, so a second one sees the first).
-      if (o.atMostCents !== undefined) {
-        const refundable = Math.min(o.atMostCents, current.spent_cents);
+      // The test helpers' refund of a capture: never more than what its refunds left of it, nor
+      // than the card's settlements left unrefunded, read again at each attempt (concurrent
+      // refunds serialize on the card's ledger version, so a second one sees the first).
+      if (capture) {
+        const refunds = await this.transactions.find({ where: { card_id: card.id, refund_of: capture.id } });
+        const left = capture.amount_cents - refunds.reduce((sum, r) => sum + r.amount_cents, 0);
+        const refundable = Math.min(left, current.spent_cents);
         if (req.amountCents > refundable) throw refundExceeds(refundable);
       }
       const back = Math.max(current.spent_cents, 0) - Math.max(current.spent_cents - req.amountCents, 0);

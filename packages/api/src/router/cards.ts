@@ -142,9 +142,9 @@ export const testHelpersRouter = router({
       if (txn.type !== "capture") throw new AppError(409, "not_a_capture", "Only a capture can be refunded.");
       const card = await ctx.services.cards.find(ctx.principal, txn.card_id);
       ctx.response.status = 201;
-      // As a merchant's refund: never more than the capture, nor than what the card's settlements left unrefunded.
+      // As a merchant's refund: never more than its refunds left of the capture, nor than what the card's settlements left unrefunded.
       const refund = { amountCents: input.amount_cents ?? txn.amount_cents, merchantName: txn.merchant_name };
-      return transactionView(await ctx.services.lifecycle.refund(card, refund, { atMostCents: txn.amount_cents }));
+      return transactionView(await ctx.services.lifecycle.refund(card, refund, { ofCapture: txn }));
     }),
 
   expireHold: apiProcedure
