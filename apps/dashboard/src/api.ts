@@ -82,25 +82,60 @@ export function apiError(err: unknown): ApiError {
   return new ApiError(0, "network_error", "The server could not be reached. Check your connection and try again.");
 }
 
+/**
+ * Sends a change (`send` reads the current CSRF token); refused as csrf_failed, the session cookie
+ * changed under this tab (the owner signed in again in another one): the session is read again and,
+ * if it is still this owner's, the change is sent once more with its token. Another owner's session
+ * is shown as it is (the pages reload) and the change is not repeated on their account.
+ */
+async function withCurrentCsrf(send: () => Promise<Response>): Promise<Response> {
+  const res = await send();
+  if (res.status !== 403) return res;
+  const code: unknown = await res
+    .clone()
+    .json()
+    .then((j: { error?: { code?: unknown } }) => j?.error?.code)
+    .catch(() => undefined);
+  if (code !== "csrf_failed") return res;
+  const before = queryClient.getQueryData<Session | null>(["session"]);
+  const now = await fetch("/auth/session", { credentials: "same-origin" }).catch(() => null);
+  if (!now?.ok) return res;
+  const session = (await now.json()) as Session;
+  if (session.owner.id !== before?.owner.id) {
+    remember(session);
+    void queryClient.resetQueries({ predicate: (q) => q.queryKey[0] !== "session" });
+    return res;
+  }
+  remember(session);
+  return send();
+}
+
 /** The same tRPC router agents use, on the owner's session (the cookie goes along: same origin). */
 export const trpc = createTRPCClient<AppRouter>({
   links: [
     httpLink({
       url: "/trpc",
-      headers: () => ({ "x-csrf-token": csrfToken, "cardctl-mode": mode }),
-      fetch: (url, init) => fetch(url, { ...init, credentials: "same-origin" }),
+      headers: () => ({ "cardctl-mode": mode }),
+      fetch: (url, init) =>
+        withCurrentCsrf(() => {
+          const headers = new Headers(init?.headers);
+          headers.set("x-csrf-token", csrfToken);
+          return fetch(url, { ...init, headers, credentials: "same-origin" });
+        }),
     }),
   ],
 });
 
 /** A JSON call to the session routes under /auth. */
 async function auth<T>(method: "GET" | "POST", path: string, body?: unknown): Promise<T | null> {
-  const res = await fetch(`/auth${path}`, {
-    method,
-    credentials: "same-origin",
-    headers: { ...(body === undefined ? {} : { "content-type": "application/json" }), "x-csrf-token": csrfToken },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  }).catch((err: unknown) => {
+  const send = () =>
+    fetch(`/auth${path}`, {
+      method,
+      credentials: "same-origin",
+      headers: { ...(body === undefined ? {} : { "content-type": "application/json" }), "x-csrf-token": csrfToken },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+  const res = await (method === "POST" ? withCurrentCsrf(send) : send()).catch((err: unknown) => {
     throw apiError(err);
   });
   if (res.status === 204) return null;

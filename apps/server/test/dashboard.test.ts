@@ -145,6 +145,31 @@ describe.skipIf(!haveChromium)(`the dashboard in a browser (${dbKind})`, () => {
     await page.getByText("Nothing to approve").waitFor();
   });
 
+  it("a sign-in in another tab leaves this tab's changes working, without a reload", async () => {
+    const rejects: number[] = [];
+    const seen = (r: { url(): string; status(): number }) => void (r.url().includes("/trpc/approvals.reject") && rejects.push(r.status()));
+    page.on("response", seen);
+    await page.evaluate(() => ((window as unknown as { stayed: boolean }).stayed = true));
+    const asked = (await api("POST", "/v1/cards", agentKey, { amount_cents: 1100, agent_id: "shopper", purpose: "Desk lamp" })).body;
+    await item("Desk lamp").waitFor();
+    // The same owner signs in again in another tab: the cookie changes, this tab's CSRF token is stale.
+    const before = (await d.context.cookies()).find((c) => c.name === "cardctl_session")!.value;
+    const again = await d.context.request.post(`${s.url}/auth/sign-in`, { data: { email: "owner@dashboard.example", password: PASSWORD }, headers: { origin: s.url } });
+    expect(again.status()).toBe(200);
+    expect((await d.context.cookies()).find((c) => c.name === "cardctl_session")!.value).not.toBe(before);
+    // Rejected (an approval would add a card the next test counts).
+    await item("Desk lamp").getByRole("button", { name: "Reject" }).click();
+    await item("Desk lamp").getByLabel("Reason (optional)").fill("Have one");
+    await item("Desk lamp").getByRole("button", { name: "Reject" }).click();
+    await item("Desk lamp").waitFor({ state: "detached" });
+    const rejected = (await api("GET", "/v1/approvals?status=REJECTED", fullKey)).body.data;
+    expect(rejected.find((a: any) => a.id === asked.approval_id)).toMatchObject({ reason: "Have one" });
+    expect(await page.evaluate(() => (window as unknown as { stayed?: boolean }).stayed)).toBe(true);
+    page.off("response", seen);
+    // Refused for its stale token first, then sent again with the session's current one.
+    expect(rejects).toEqual([403, 200]);
+  });
+
   it("the live stream is opened again after the server refused it (a proxy's 503), and new requests still appear live", async () => {
     const problemsBefore = d.problems.length;
     let answered = 0;

@@ -14,12 +14,18 @@ const PAGE = 20;
 const ACTORS: Record<Event["actor"]["type"], string> = { api_key: "API key", owner: "owner", processor: "the processor", system: "the system" };
 const actor = (a: Event["actor"]) => `by ${ACTORS[a.type]}${a.id ? ` ${a.id}` : ""}`;
 
-/** The event's object in a few words: its id (an account's set-up: the account's) and, when it has one, its amount. */
+const money = (cents: unknown) => (typeof cents === "number" ? formatMoney(cents) : null);
+
+/**
+ * The event's object in a few words: its id (a hold's: its card's; an account's set-up: the
+ * account's) and, when it has one, its amount (a hold's end: what was captured and released).
+ */
 function gist(e: Event): string {
   const o = e.data.object;
-  const id = typeof o.id === "string" ? o.id : typeof o.account_id === "string" ? o.account_id : null;
-  const parts = [id, typeof o.amount_cents === "number" ? formatMoney(o.amount_cents) : null];
-  return parts.filter(Boolean).join(" · ");
+  const id = [o.id, o.card_id, o.account_id].find((v): v is string => typeof v === "string") ?? null;
+  const amount =
+    typeof o.captured_cents === "number" ? `${money(o.captured_cents)} captured, ${money(o.released_cents)} released` : money(o.amount_cents);
+  return [id, amount].filter(Boolean).join(" · ");
 }
 
 /** The account's events of the last 30 days, newest first, with a type filter and "Load more". */

@@ -32,9 +32,10 @@ function Request({ approval: a }: { approval: Approval }) {
   const client = useQueryClient();
   const [rejecting, setRejecting] = useState(false);
   const [reason, setReason] = useState("");
+  // Refused too (decided or expired meanwhile, elsewhere): the inbox is read again, so it shows what is.
   const done = () => client.invalidateQueries({ queryKey: ["approvals"] });
-  const approve = useMutation({ mutationFn: () => trpc.approvals.approve.mutate({ id: a.id }), onSuccess: done });
-  const reject = useMutation({ mutationFn: () => trpc.approvals.reject.mutate({ id: a.id, ...(reason.trim() ? { reason: reason.trim() } : {}) }), onSuccess: done });
+  const approve = useMutation({ mutationFn: () => trpc.approvals.approve.mutate({ id: a.id }), onSettled: done });
+  const reject = useMutation({ mutationFn: () => trpc.approvals.reject.mutate({ id: a.id, ...(reason.trim() ? { reason: reason.trim() } : {}) }), onSettled: done });
   const busy = approve.isPending || reject.isPending;
   const submitReject = (e: FormEvent) => {
     e.preventDefault();
