@@ -126,6 +126,24 @@ describe(`idempotency (${dbKind})`, () => {
     expect(p2.body.approval_id).toBe(p1.body.approval_id);
   });
 
+  it("one request however its path is escaped, and a bodyless POST is the same as one sending {}", async () => {
+    const first = await create("escaped-1");
+    const escaped = await s.request("POST", "/%761/cards", { body: { amount_cents: 700 }, headers: { "idempotency-key": "escaped-1" } });
+    expect(escaped.status).toBe(201);
+    expect(escaped.headers.get("idempotent-replayed")).toBe("true");
+    expect(escaped.body.id).toBe(first.body.id);
+    // The dry run ignores the key on any spelling of its path: never a stored, stale decision.
+    const headers = { "idempotency-key": "escaped-check" };
+    expect((await s.request("POST", "/%761/policies/check", { body: { amount_cents: 100 }, headers })).headers.get("idempotent-replayed")).toBeNull();
+    expect((await s.request("POST", "/%761/policies/check", { body: { amount_cents: 100 }, headers })).headers.get("idempotent-replayed")).toBeNull();
+    expect(await s.query("SELECT idem_key FROM idempotency_keys WHERE idem_key = ?", ["escaped-check"])).toEqual([]);
+    const closed = await s.request("POST", `/v1/cards/${first.body.id}/close`, { headers: { "idempotency-key": "close-empty" } });
+    expect(closed.status).toBe(200);
+    const withEmpty = await s.request("POST", `/v1/cards/${first.body.id}/close`, { body: {}, headers: { "idempotency-key": "close-empty" } });
+    expect(withEmpty.status).toBe(200);
+    expect(withEmpty.headers.get("idempotent-replayed")).toBe("true");
+  });
+
   it("a replayed stored error keeps the first request's request_id in its body; the header is the replay's own", async () => {
     const acct = await s.newAccount({ kyb: false });
     const key = await acct.key();

@@ -1,8 +1,7 @@
 import { AppError, READ_ONLY_POSTS, SECRET_ANSWER_POSTS, sha256, type Principal, type Services } from "@cardctl/api";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import { isApiPath, routedPath } from "./paths.js";
+import { isApiPath, requestPath, routedPath } from "./paths.js";
 import { sendError } from "./errors.js";
-import { TRPC_ROUTE } from "./transports.js";
 
 declare module "fastify" {
   interface FastifyRequest {
@@ -22,16 +21,16 @@ const canonical = (value: unknown): string =>
           .join(",")}}`
       : JSON.stringify(value ?? null);
 
-/** The URL's path, without its query. */
-const pathOf = (url: string) => url.split("?")[0]!;
-/** The procedure a request runs, as routing decoded it (`/trpc/apiKeys%2Ecreate` is apiKeys.create); else the URL's path. */
-const procedureOf = (req: FastifyRequest) => (req.routeOptions.url === TRPC_ROUTE ? `/trpc/${(req.params as { path: string }).path}` : pathOf(req.url));
+/** The procedure a request runs, as routing decoded it (`/trpc/apiKeys%2Ecreate` is apiKeys.create, `/%761/policies/check` the dry run). */
+const procedureOf = requestPath;
 /** POSTs that only read (POST /v1/policies/check): the key is ignored, each call answers afresh and nothing is stored. */
 const READ_ONLY = new Set<string>([...READ_ONLY_POSTS.rest, ...READ_ONLY_POSTS.trpc.map((p) => `/trpc/${p}`)]);
 /** POSTs whose answer holds a key's secret, never stored: a key on them is refused. */
 const SECRET_ANSWER = new Set<string>(SECRET_ANSWER_POSTS.trpc.map((p) => `/trpc/${p}`));
 
-const requestHash = (req: FastifyRequest) => sha256(`${req.method} ${pathOf(req.url)}\n${canonical(req.body)}`);
+/** An empty JSON object is no body: a bodyless POST (close, approve) and one sending `{}` are the same request. */
+const bodyOf = (req: FastifyRequest) => (req.body !== null && typeof req.body === "object" && !Array.isArray(req.body) && Object.keys(req.body).length === 0 ? undefined : req.body);
+const requestHash = (req: FastifyRequest) => sha256(`${req.method} ${requestPath(req)}\n${canonical(bodyOf(req))}`);
 
 /**
  * What happens to a claimed key after its answer. Bad input (400) ran nothing: the key is

@@ -9,3 +9,15 @@ export const isAdminPath = (url: string) => url.startsWith("/admin/");
  * What a request is (API, operator, public) is told by this, never by the raw URL.
  */
 export const routedPath = (req: FastifyRequest) => req.routeOptions.url ?? req.url;
+
+/**
+ * The request's path as routing read it: its route's, with the parameters routing decoded
+ * (`/%761/cards/c%5F1/close` is `/v1/cards/c_1/close`), so one request is one request however its
+ * URL is escaped; the URL's path when no route matched.
+ */
+export function requestPath(req: FastifyRequest): string {
+  const route = req.routeOptions.url;
+  if (route === undefined) return req.url.split("?")[0]!;
+  const params = req.params as Record<string, string>;
+  return route.replace(/:(\w+)/g, (_, name: string) => params[name] ?? "");
+}
