@@ -168,8 +168,8 @@ describe(`POST /v1/cards (${dbKind})`, () => {
       ["purpose not a string", { amount_cents: 100, purpose: 5 }, "purpose"],
       ["agent_id empty", { amount_cents: 100, agent_id: "" }, "agent_id"],
       ["agent_id of 256 characters", { amount_cents: 100, agent_id: "a".repeat(256) }, "agent_id"],
-      ["policy_override.max_amount_cents 0", { amount_cents: 100, policy_override: { max_amount_cents: 0 } }, "policy_override.max_amount_cents"],
-      ["policy_override.max_amount_cents 50001", { amount_cents: 100, policy_override: { max_amount_cents: 50001 } }, "policy_override.max_amount_cents"],
+      ["policy_override.max_amount_cents -1", { amount_cents: 100, policy_override: { max_amount_cents: -1 } }, "policy_override.max_amount_cents"],
+      ["policy_override.max_amount_cents 1.5", { amount_cents: 100, policy_override: { max_amount_cents: 1.5 } }, "policy_override.max_amount_cents"],
       ["policy_override.approval_required as a string", { amount_cents: 100, policy_override: { approval_required: "false" } }, "policy_override.approval_required"],
       ["policy_override not an object", { amount_cents: 100, policy_override: true }, "policy_override"],
     ];

@@ -47,6 +47,8 @@ describe(`POST /v1/policies/check (${dbKind})`, () => {
     ["over the default maximum", { policy: { max_amount_cents: 2000 } }, { amount_cents: 2001 }, "denied", ["amount_over_max"], 403, "policy_violation"],
     ["over the override's maximum", {}, { amount_cents: 1500, policy_override: { max_amount_cents: 1000 } }, "denied", ["amount_over_max"], 403, "policy_violation"],
     ["override cannot raise the maximum", { policy: { max_amount_cents: 2000 } }, { amount_cents: 2500, policy_override: { max_amount_cents: 40000 } }, "denied", ["amount_over_max"], 403, "policy_violation"],
+    ["an override above the largest card has no effect", {}, { amount_cents: 2500, policy_override: { max_amount_cents: 1_000_000 } }, "issue", [], 201],
+    ["an override of 0 tightens to nothing", {}, { amount_cents: 1, policy_override: { max_amount_cents: 0 } }, "denied", ["amount_over_max"], 403, "policy_violation"],
     ["over the maximum and approval required", { policy: { approval_required: true, max_amount_cents: 500 } }, { amount_cents: 600 }, "denied", ["amount_over_max", "approval_required"], 403, "policy_violation"],
     ["kyb missing", { setup: { kyb: false } }, { amount_cents: 500 }, "denied", ["setup_required"], 403, "setup_required"],
     ["set-up missing comes before the maximum", { setup: { kyb: false, paymentMethod: null }, policy: { max_amount_cents: 100 } }, { amount_cents: 500 }, "denied", ["setup_required", "amount_over_max"], 403, "setup_required"],
@@ -162,7 +164,7 @@ describe(`POST /v1/policies/check (${dbKind})`, () => {
       [{ amount_cents: "100" }, "amount_cents"],
       [{ amount_cents: 100, agent_id: "" }, "agent_id"],
       [{ amount_cents: 100, agent_id: "a".repeat(256) }, "agent_id"],
-      [{ amount_cents: 100, policy_override: { max_amount_cents: 0 } }, "policy_override.max_amount_cents"],
+      [{ amount_cents: 100, policy_override: { max_amount_cents: -5 } }, "policy_override.max_amount_cents"],
       [{ amount_cents: 100, policy_override: { approval_required: "false" } }, "policy_override.approval_required"],
       [{ amount_cents: 100, purpose: "not a check field" }, ""],
     ];

@@ -13,12 +13,13 @@ export const exact = <T extends z.ZodType>(schema: T) => schema.pipe(z.custom<z.
  * An amount in cents, min..max. Every way it can be wrong (missing, not a number, fractional, out of
  * range) gets the one sentence that says what is expected; the API puts the field name before it.
  */
-const centsIn = (min: number, max: number) => {
-  const expected = `an integer number of cents from ${min} to ${max}`;
+const centsIn = (min: number, max: number, expected = `an integer number of cents from ${min} to ${max}`) => {
   const error = (issue: { input?: unknown }) => (issue.input === undefined ? `is required: ${expected}` : `must be ${expected}`);
   return exact(z.number({ error }).int({ error }).min(min, { error }).max(max, { error }));
 };
 const cents = centsIn(1, 50000);
+/** An override's maximum: any amount, since one above the default's is ignored (the smaller applies), never refused. */
+const overrideMax = centsIn(0, Number.MAX_SAFE_INTEGER, "an integer number of cents, 0 or more");
 const flag = exact(z.boolean());
 const timestamp = z.string().describe("ISO 8601 UTC timestamp");
 export const cardStatus = z.enum(["OPEN", "USED", "CLOSED"]);
@@ -33,10 +34,10 @@ export const createCardInput = z.strictObject({
   policy_override: z
     .strictObject({
       approval_required: flag.optional(),
-      max_amount_cents: cents.optional(),
+      max_amount_cents: overrideMax.optional(),
     })
     .optional()
-    .describe("Can only tighten the default policy"),
+    .describe("Can only tighten the default policy: the smaller maximum applies, so one above the default's has no effect"),
 });
 
 export const cardCreated = z.object({

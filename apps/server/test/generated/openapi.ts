@@ -1413,7 +1413,7 @@ export interface operations {
                     /** @description Identifier of the calling agent */
                     agent_id?: string;
                     purpose?: string;
-                    /** @description Can only tighten the default policy */
+                    /** @description Can only tighten the default policy: the smaller maximum applies, so one above the default's has no effect */
                     policy_override?: {
                         approval_required?: boolean;
                         max_amount_cents?: number;
@@ -1828,7 +1828,7 @@ export interface operations {
                     amount_cents: number;
                     /** @description Identifier of the calling agent */
                     agent_id?: string;
-                    /** @description Can only tighten the default policy */
+                    /** @description Can only tighten the default policy: the smaller maximum applies, so one above the default's has no effect */
                     policy_override?: {
                         approval_required?: boolean;
                         max_amount_cents?: number;
