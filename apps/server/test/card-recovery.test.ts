@@ -133,7 +133,7 @@ describe(`card recovery queue (${dbKind})`, () => {
     expect((await s.admin("GET", `/cards/attention?account_id=${account.id}`)).body.data).toEqual([]);
   });
 
-  it("a card whose follow-up something else finished (a processor's webhook) leaves the operator's list", async () => {
+  it("a card whose follow-up something else finished (a processor's webhook) leaves the operator's list, and is not retried from it", async () => {
     const account = await s.newAccount();
     const key = await account.key();
     const id = await closedWithFault(key, "revoke");
@@ -143,6 +143,8 @@ describe(`card recovery queue (${dbKind})`, () => {
     await s.query("UPDATE cards SET revoked_at = ?, hold_status = 'RELEASED' WHERE id = ?", [Date.now(), id]);
     expect((await s.admin("GET", `/cards/attention?account_id=${account.id}`)).body.data).toEqual([]);
     expect((await s.admin("GET", "/cards/attention")).body.data.map((c: any) => c.id)).not.toContain(id);
+    // Its needs_attention is still set, but the card is not on the list: the retry answers as the list does.
+    expectError(await s.admin("POST", `/cards/${id}/retry_recovery`), 409, "card_not_in_attention");
   });
 
   it("a full batch of failing cards does not starve a healthy one behind it (no head-of-line blocking)", async () => {

@@ -138,8 +138,37 @@ describe(`operator API (${dbKind})`, () => {
   });
 
   it("validation: POST /accounts needs a non-empty name", async () => {
-    for (const body of [{}, { name: "" }, { name: 5 }, { name: "x".repeat(201) }])
+    for (const body of [{}, { name: "" }, { name: "   " }, { name: 5 }, { name: "x".repeat(201) }])
       expectError(await s.admin("POST", "/accounts", body), 400, "validation_error");
+  });
+
+  it("names are trimmed, as the owner API trims them: an account's and a key's; blank is 400", async () => {
+    const account = await s.admin("POST", "/accounts", { name: "  Acme Robotics \t" });
+    expect(account.status).toBe(201);
+    expect(account.body.name).toBe("Acme Robotics");
+    const { id } = account.body;
+    expect((await s.admin("POST", `/accounts/${id}/keys`, { mode: "test", name: " ci bot  " })).body.name).toBe("ci bot");
+    const blank = expectError(await s.admin("POST", `/accounts/${id}/keys`, { mode: "test", name: "   " }), 400, "validation_error");
+    expect(blank.details.issues).toEqual([{ path: "name", message: "name must not be empty" }]);
+    expect((await s.admin("GET", `/accounts/${id}/keys`)).body.data.map((k: any) => k.name)).toEqual(["ci bot"]);
+  });
+
+  it("validation: every operator input is strict, bodyless calls and queries too: an unknown field is 400 and changes nothing", async () => {
+    const { id } = (await s.admin("POST", "/accounts", { name: "Strict" })).body;
+    const k = (await s.admin("POST", `/accounts/${id}/keys`, { mode: "test" })).body;
+    const unknown = [{ path: "foo", message: "foo is not a field of the request (field names are case-sensitive)" }];
+    for (const [method, path, body] of [
+      ["POST", `/keys/${k.id}/revoke`, { foo: 1 }],
+      ["POST", "/cards/card_doesnotexist/retry_recovery", { foo: 1 }],
+      ["POST", `/accounts/${id}/kyb`, { verified: true, foo: 1 }],
+      ["GET", `/accounts/${id}?foo=1`],
+      ["GET", `/accounts/${id}/keys?foo=1`],
+      ["GET", "/payments?foo=1"],
+      ["GET", "/cards/attention?foo=1"],
+    ] as [string, string, unknown?][])
+      expect(expectError(await s.admin(method, path, body), 400, "validation_error").details.issues, `${method} ${path}`).toEqual(unknown);
+    expect((await s.admin("GET", `/accounts/${id}/keys`)).body.data[0].revoked_at).toBeNull();
+    expect((await s.request("GET", "/v1/balance", { key: k.secret })).status).toBe(200);
   });
 
   describe("admin token", () => {

@@ -14,7 +14,7 @@ import { callProcessor, toApiError } from "./processor-call.js";
 import { decideIssuance, type IssuanceDecision, type IssuanceRequest } from "./rules.js";
 import type { Processor, ProcessorAccount } from "../processor/types.js";
 import { attentionCardView, cardListView, type PublicCardStatus } from "./views.js";
-import { fastRepository, queryRows } from "../db/fast.js";
+import { fastRepository, queryRows, runSql } from "../db/fast.js";
 import { CARD_FOLLOW_UP } from "../db/migrations/1734200000000-card-sweep-indexes.js";
 import { LISTED_CARDS } from "../db/migrations/1734600000000-listed-cards-index.js";
 import { commitWithEvents, actorOf, SYSTEM, type Actor } from "./events.js";
@@ -45,6 +45,13 @@ export const DUE_FOR_RECOVERY = "needs_attention = 0 AND (recovery_next_at IS NU
  * webhook, the owner's close) leaves that list. Written as its index's condition, word for word.
  */
 const FOLLOW_UP_OUTSTANDING = `(${CARD_FOLLOW_UP})`;
+
+/**
+ * The operator's attention list: cards the recovery pass gave up on whose follow-up is still
+ * outstanding. needs_attention alone is not it: the flag stays set when something else (a
+ * processor's webhook, an operator's SQL) finishes the follow-up.
+ */
+const IN_ATTENTION = `${FOLLOW_UP_OUTSTANDING} AND needs_attention = 1`;
 
 /**
  * Held amount and open cards from the account's counters in card_balances, uncollected money (the
@@ -293,7 +300,7 @@ export class CardService {
   /** Cards whose processor follow-up needs an operator (and is still outstanding), newest first (at most 100). */
   needingAttention(accountId?: string): Promise<Card[]> {
     const scope = accountId ? { sql: " AND account_id = ?", params: [accountId] } : { sql: "", params: [] };
-    return this.repo.findWhereSql(`${FOLLOW_UP_OUTSTANDING} AND needs_attention = 1${scope.sql}`, scope.params, " ORDER BY seq DESC LIMIT 100", "ix_cards_follow_up");
+    return this.repo.findWhereSql(`${IN_ATTENTION}${scope.sql}`, scope.params, " ORDER BY seq DESC LIMIT 100", "ix_cards_follow_up");
   }
 
   /**
@@ -303,7 +310,8 @@ export class CardService {
   async retryRecovery(id: string): Promise<Card> {
     const card = await this.repo.findOneBy({ id });
     if (!card) throw notFound("card");
-    const res = await this.repo.update({ id, needs_attention: true }, { needs_attention: false, recovery_next_at: null });
+    // The list's own condition, in the update: a card is handed back only if the list shows it.
+    const res = await runSql(this.deps.ds, `UPDATE cards SET needs_attention = 0, recovery_next_at = NULL WHERE id = ? AND ${IN_ATTENTION}`, [id]);
     if (affected(res) !== 1) throw new AppError(409, "card_not_in_attention", "This card does not need attention: the recovery pass handles it.");
     return { ...card, needs_attention: false, recovery_next_at: null };
   }

@@ -6,13 +6,16 @@ import { z } from "zod";
 import { adminProcedure, router } from "../trpc.js";
 
 const tags = ["operator"];
-const accountId = z.object({ id: z.string().min(1).max(64) });
+/** The id in the path; strict, as every operator input is: an unknown field is a 400, not ignored. */
+const accountId = z.strictObject({ id: z.string().min(1).max(64) });
+/** An account's or a key's name, trimmed as the owner API trims it: a blank one is refused. */
+const name = z.string().trim().min(1).max(200);
 
 /** The operator API (DESIGN 3.3), mounted at /admin/v1; stands in for the spec's dashboard. */
 export const adminRouter = router({
   createAccount: adminProcedure
     .meta({ openapi: { method: "POST", path: "/accounts", tags, summary: "Create an account" } })
-    .input(z.strictObject({ name: z.string().min(1).max(200) }))
+    .input(z.strictObject({ name }))
     .output(s.account)
     .mutation(async ({ ctx, input }) => {
       ctx.response.status = 201;
@@ -27,17 +30,13 @@ export const adminRouter = router({
 
   setKyb: adminProcedure
     .meta({ openapi: { method: "POST", path: "/accounts/{id}/kyb", tags, summary: "Record business verification" } })
-    .input(accountId.extend({ verified: s.exact(z.boolean()) }).strict())
+    .input(accountId.extend({ verified: s.exact(z.boolean()) }))
     .output(s.account)
     .mutation(async ({ ctx, input }) => accountView(await ctx.services.accounts.setKyb(input.id, input.verified))),
 
   setPaymentMethod: adminProcedure
     .meta({ openapi: { method: "POST", path: "/accounts/{id}/payment_method", tags, summary: "Save (or remove) the payment method" } })
-    .input(
-      accountId
-        .extend({ payment_method: z.string().regex(/^pm_[A-Za-z0-9_]{1,200}$/, "must look like pm_…").nullable() })
-        .strict(),
-    )
+    .input(accountId.extend({ payment_method: z.string().regex(/^pm_[A-Za-z0-9_]{1,200}$/, "must look like pm_…").nullable() }))
     .output(s.account)
     .mutation(async ({ ctx, input }) => accountView(await ctx.services.accounts.setPaymentMethod(input.id, input.payment_method, "required"))),
 
@@ -50,7 +49,7 @@ export const adminRouter = router({
         summary: "Set who the account's cards are issued to (required before Stripe card creation)",
       },
     })
-    .input(accountId.extend(s.cardholderFields).strict().superRefine(s.cardholderRules))
+    .input(accountId.extend(s.cardholderFields).superRefine(s.cardholderRules))
     .output(s.account)
     .mutation(async ({ ctx, input }) => {
       const { id, ...details } = input;
@@ -66,7 +65,7 @@ export const adminRouter = router({
         summary: "Invite an owner: a one-time link, valid 24 h, to set a password and sign in to the dashboard",
       },
     })
-    .input(accountId.extend({ email: s.ownerEmail }).strict())
+    .input(accountId.extend({ email: s.ownerEmail }))
     .output(s.ownerInvite)
     .mutation(async ({ ctx, input }) => {
       const invite = await ctx.services.owners.invite(input.id, input.email);
@@ -76,7 +75,7 @@ export const adminRouter = router({
 
   createKey: adminProcedure
     .meta({ openapi: { method: "POST", path: "/accounts/{id}/keys", tags, summary: "Create an API key (secret shown once)" } })
-    .input(accountId.extend({ mode: s.mode, role: s.role.default("full"), name: z.string().min(1).max(200).optional() }).strict())
+    .input(accountId.extend({ mode: s.mode, role: s.role.default("full"), name: name.optional() }))
     .output(s.createdKey)
     .mutation(async ({ ctx, input }) => {
       const { key, secret } = await ctx.services.accounts.createKey(input.id, input.mode, input.role, input.name ?? null);
@@ -99,7 +98,7 @@ export const adminRouter = router({
         summary: "Payments to follow up: charges the payment method declined (uncollected) and repeated failures (attention)",
       },
     })
-    .input(s.listPaymentProblemsInput)
+    .input(s.listPaymentProblemsInput.strict())
     .output(z.object({ data: z.array(s.operatorPayment) }))
     .query(async ({ ctx, input }) => ({
       data: (await ctx.services.payments.problems({ status: input.status, accountId: input.account_id })).map((p) => operatorPaymentView(p.payment, p.waivedCents)),
@@ -114,7 +113,7 @@ export const adminRouter = router({
         summary: "Cards whose processor follow-up (revoke, hold release) kept failing and is no longer retried on its own",
       },
     })
-    .input(s.listCardsAttentionInput)
+    .input(s.listCardsAttentionInput.strict())
     .output(z.object({ data: z.array(s.attentionCard) }))
     .query(async ({ ctx, input }) => ({ data: (await ctx.services.cards.needingAttention(input.account_id)).map(attentionCardView) })),
 
