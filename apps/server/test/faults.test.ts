@@ -77,6 +77,22 @@ describe(`processor faults (${dbKind})`, () => {
       expect((await s.request("GET", "/v1/balance", { key })).body.held_cents).toBe(0);
     });
 
+    it(`revoke ${fault} on close: closing the CLOSED card again is OK while the processor still fails; the recovery pass finishes it`, async () => {
+      const { account, key } = await setup();
+      const card = (await s.request("POST", "/v1/cards", { key, body: { amount_cents: 900 } })).body;
+      s.processor.fail("revoke", fault);
+      expectError(await s.request("POST", `/v1/cards/${card.id}/close`, { key }), 502, "processor_error");
+      const again = await s.request("POST", `/v1/cards/${card.id}/close`, { key });
+      expect(again.status).toBe(200);
+      expect(again.body).toEqual({ ok: true, status: "CLOSED" });
+      expect(await processorCards(account.id)).toEqual(["active"]);
+      s.processor.clear();
+      await s.query("UPDATE cards SET recovery_next_at = 0 WHERE id = ?", [card.id]);
+      await s.app.services.maintenance.run();
+      expect(await processorCards(account.id)).toEqual(["canceled"]);
+      expect(await processorHolds(account.id)).toEqual(["canceled"]);
+    });
+
     it(`hold cancel ${fault} on close: 502, and the recovery pass releases the hold`, async () => {
       const { account, key } = await setup();
       const card = (await s.request("POST", "/v1/cards", { key, body: { amount_cents: 900 } })).body;

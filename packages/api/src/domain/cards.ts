@@ -179,11 +179,17 @@ export class CardService {
    * Closes a card: CLOSED is claimed first with a conditional update (so a racing purchase either
    * wins before it or is declined after it), then the card is revoked and its hold cancelled.
    * If the processor fails, the card stays CLOSED and a retry or the recovery pass finishes it.
+   * The close that closes it reports the processor's failure (502); closing a card already CLOSED
+   * is OK (the spec: closing is idempotent), its follow-up tried again and, failing, left to the pass.
    */
   async close(p: Principal, id: string): Promise<Card> {
     let card = await this.find(p, id);
     if (card.status === "USED")
       throw new AppError(409, "card_not_open", "This card was already used; it is deactivated and cannot be closed.", { status: "USED" });
+    if (card.status === "CLOSED") {
+      await this.finishClose(card, actorOf(p)).then(() => this.recovered(card), () => undefined);
+      return card;
+    }
     if (card.status === "OPEN") {
       this.deps.processors(p.mode);
       const closedAt = Date.now();
