@@ -68,14 +68,38 @@ export class ConfigError extends Error {}
 
 const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"];
 
-/** The URL with its password masked (`mysql://root:***@host/db`), for anything printed. */
-export function maskUrl(url: string): string {
-  return url.replace(/^([a-z][a-z0-9+.-]*:\/\/[^:/@\s]*):[^@/\s]*@/i, "$1:***@");
+/** The URL, or undefined when it does not parse. */
+function parseUrl(raw: string): URL | undefined {
+  try {
+    return new URL(raw);
+  } catch {
+    return undefined;
+  }
 }
 
-/** Every `scheme://user:password@` in a text, its password masked. */
+/**
+ * Whether the parser read part of the credentials as the path, query or fragment: an `@` past
+ * the host (a password with `/`, `?` or `#` parses as host, port and path).
+ */
+const credentialsPastHost = (url: URL) => (url.pathname + url.search + url.hash).includes("@");
+
+/**
+ * The URL with its password masked (`mysql://root:***@host/db`), for anything printed. A URL that
+ * does not parse, or parses wrong, is masked from its `user:` (or its `://`) to its last `@`.
+ */
+export function maskUrl(url: string): string {
+  const parsed = parseUrl(url);
+  if (parsed && !credentialsPastHost(parsed)) {
+    if (!parsed.password) return url;
+    parsed.password = "***";
+    return parsed.href;
+  }
+  return url.replace(/^([a-z][a-z0-9+.-]*:\/\/)([^:/@]*:)?.*@/i, "$1$2***@");
+}
+
+/** Every URL in a text (up to a space or a quote), its password masked. */
 export function maskSecrets(text: string): string {
-  return text.replace(/([a-z][a-z0-9+.-]*:\/\/[^:/@\s]*):[^@/\s]*@/gi, "$1:***@");
+  return text.replace(/[a-z][a-z0-9+.-]*:\/\/[^\s'"`]+/gi, maskUrl);
 }
 
 /** The database URL, checked: a supported scheme and, for MySQL, a host and a database name. */
@@ -85,12 +109,9 @@ function databaseUrl(raw: string): string {
     return raw;
   }
   if (/^(mysql|mariadb):\/\//.test(raw)) {
-    let url: URL;
-    try {
-      url = new URL(raw);
-    } catch {
+    const url = parseUrl(raw);
+    if (!url || credentialsPastHost(url))
       throw new ConfigError(`DATABASE_URL '${maskUrl(raw)}' is not a valid URL: use mysql://user:pass@host:port/db (percent-encode special characters in the password)`);
-    }
     if (!url.hostname) throw new ConfigError(`DATABASE_URL '${maskUrl(raw)}' names no host: use mysql://user:pass@host:port/db`);
     if (url.pathname.replace(/^\//, "") === "")
       throw new ConfigError(`DATABASE_URL '${maskUrl(raw)}' names no database: add it, as in mysql://user:pass@${url.host}/cardctl`);
@@ -104,6 +125,10 @@ function databaseUrl(raw: string): string {
 /** Holds last about 7 days, 5 for some Visa merchant-initiated payments: cards close within 4. */
 const MAX_CARD_TTL_SECONDS = 4 * 24 * 3600;
 
+const MINUTE_MS = 60_000;
+const HOUR_MS = 60 * MINUTE_MS;
+const DAY_MS = 24 * HOUR_MS;
+
 function flag(env: NodeJS.ProcessEnv, name: string): boolean {
   const raw = (env[name] ?? "").toLowerCase();
   if (raw === "" || raw === "0" || raw === "false" || raw === "no") return false;
@@ -111,12 +136,19 @@ function flag(env: NodeJS.ProcessEnv, name: string): boolean {
   throw new ConfigError(`${name} must be 1 or 0 (true or false), got '${env[name]}'`);
 }
 
-function int(env: NodeJS.ProcessEnv, name: string, fallback: number, min = 0, max = Number.MAX_SAFE_INTEGER): number {
+/**
+ * A whole number in [min, max], written in decimal digits (Number() would take ' ', 0x12A0 or 4e3).
+ * Every number has a ceiling: past it dates overflow (an approval's expiry) or timers of more
+ * than 2^31-1 ms fire at once.
+ */
+function int(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
   const raw = env[name];
   if (raw === undefined || raw === "") return fallback;
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n < min || n > max)
-    throw new ConfigError(`${name} must be an integer from ${min}${max < Number.MAX_SAFE_INTEGER ? ` to ${max}` : " up"}, got '${raw}'`);
+  const range = `an integer from ${min} to ${max}`;
+  const digits = raw.trim();
+  if (digits === "") throw new ConfigError(`${name} is blank: set it to ${range}, or unset it for the default (${fallback})`);
+  const n = /^\d+$/.test(digits) ? Number(digits) : NaN;
+  if (!(n >= min && n <= max)) throw new ConfigError(`${name} must be ${range}, got '${raw}'`);
   return n;
 }
 
@@ -143,14 +175,81 @@ function trustProxy(env: NodeJS.ProcessEnv): string[] | number | undefined {
   return entries;
 }
 
+/** What a Stripe key starts with (`sk_live_`), to say which kind was given without printing it. */
+function keyKind(raw: string): string {
+  const prefix = /^(?:[a-z]{2}_(?:test|live)_|whsec_)/.exec(raw)?.[0];
+  return prefix ? `'${prefix}…'` : "something that is not a Stripe key";
+}
+
 /** STRIPE_TEST_PUBLISHABLE_KEY / STRIPE_LIVE_PUBLISHABLE_KEY: unset, or a pk_test_… / pk_live_… key. */
 function publishableKey(env: NodeJS.ProcessEnv, mode: "test" | "live"): string | undefined {
   const name = `STRIPE_${mode.toUpperCase()}_PUBLISHABLE_KEY`;
   const raw = env[name];
   if (!raw) return undefined;
   if (!new RegExp(`^pk_${mode}_[A-Za-z0-9]+$`).test(raw))
-    throw new ConfigError(`${name} must be a Stripe publishable key starting with pk_${mode}_ (Stripe Dashboard → Developers → API keys), got '${raw.slice(0, 8)}…'`);
+    throw new ConfigError(`${name} must be a Stripe publishable key starting with pk_${mode}_ (Stripe Dashboard → Developers → API keys), got ${keyKind(raw)}`);
   return raw;
+}
+
+/**
+ * STRIPE_TEST_SECRET_KEY / STRIPE_LIVE_SECRET_KEY: unset, or a secret (sk_) or restricted (rk_)
+ * key of that mode; a live key in the test setting would run test-mode work on real money.
+ */
+function secretKey(env: NodeJS.ProcessEnv, mode: "test" | "live"): string | undefined {
+  const name = `STRIPE_${mode.toUpperCase()}_SECRET_KEY`;
+  const raw = env[name];
+  if (!raw) return undefined;
+  if (!new RegExp(`^[sr]k_${mode}_\\S+$`).test(raw))
+    throw new ConfigError(
+      `${name} must be a ${mode}-mode Stripe secret key, starting with sk_${mode}_ or rk_${mode}_ (Stripe Dashboard → Developers → API keys, in ${mode} mode), got ${keyKind(raw)}`,
+    );
+  return raw;
+}
+
+/** STRIPE_WEBHOOK_SECRET: comma-separated signing secrets (whsec_…), one per Stripe endpoint. */
+function webhookSecrets(env: NodeJS.ProcessEnv): string[] {
+  const secrets = (env.STRIPE_WEBHOOK_SECRET ?? "").split(",").map((secret) => secret.trim()).filter(Boolean);
+  const bad = secrets.find((secret) => !/^whsec_\S+$/.test(secret));
+  if (bad !== undefined)
+    throw new ConfigError(
+      `STRIPE_WEBHOOK_SECRET must be Stripe webhook signing secrets, each starting with whsec_ (comma-separated, one per endpoint: Stripe Dashboard → Developers → Webhooks), got ${keyKind(bad)}`,
+    );
+  return secrets;
+}
+
+/**
+ * ADMIN_TOKEN: unset (one is generated), or a token a client can send. A Bearer credential is one
+ * run of non-space characters, and headers carry ASCII only: any other token could never match.
+ */
+function adminToken(env: NodeJS.ProcessEnv): string | undefined {
+  const raw = env.ADMIN_TOKEN;
+  if (!raw) return undefined;
+  if (!/^[\x21-\x7e]+$/.test(raw))
+    throw new ConfigError(
+      "ADMIN_TOKEN must be printable ASCII with no whitespace: a client sends it as 'Authorization: Bearer <ADMIN_TOKEN>', which could not carry it; fix it, or unset it to have one generated",
+    );
+  if (raw.length < 16)
+    throw new ConfigError(`ADMIN_TOKEN must be at least 16 characters (it has ${raw.length}): use a long random value (openssl rand -hex 32), or unset it to have one generated`);
+  return raw;
+}
+
+/**
+ * PUBLIC_URL, or `http://HOST:PORT` (an IPv6 HOST in brackets), checked: the base of setup_url
+ * and links, so http(s) with no query, fragment or credentials. Returned as the parser wrote it,
+ * without a trailing slash.
+ */
+function publicUrl(env: NodeJS.ProcessEnv, host: string, port: number): string {
+  const raw = env.PUBLIC_URL;
+  const url = parseUrl(raw || `http://${isIP(host) === 6 ? `[${host}]` : host}:${port}`);
+  if (!raw && !url) throw new ConfigError(`HOST '${host}' gives no valid default PUBLIC_URL (http://HOST:PORT): set HOST to an address or name of this machine, or set PUBLIC_URL`);
+  if (raw) {
+    const got = `got '${maskUrl(raw)}'`;
+    if (!url || (url.protocol !== "http:" && url.protocol !== "https:"))
+      throw new ConfigError(`PUBLIC_URL must be an http:// or https:// URL (the base of setup_url and links), ${got}`);
+    if (/[?#]/.test(url.href)) throw new ConfigError(`PUBLIC_URL must have no query (?…) or fragment (#…): it is the base of setup_url and links, ${got}`);
+    if (url.username || url.password) throw new ConfigError(`PUBLIC_URL must have no user or password: it is shown in links to everyone, ${got}`);
+  }
+  return url!.href.replace(/\/$/, "");
 }
 
 /**
@@ -166,38 +265,35 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, isTTY: boolean 
   if (!LOG_LEVELS.includes(logLevel)) throw new ConfigError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(", ")}, got '${logLevel}'`);
   const logFormat = env.LOG_FORMAT || (isTTY ? "pretty" : "json");
   if (logFormat !== "pretty" && logFormat !== "json") throw new ConfigError(`LOG_FORMAT must be 'pretty' or 'json', got '${logFormat}'`);
-  const publicUrl = (env.PUBLIC_URL || `http://${host}:${port}`).replace(/\/$/, "");
-  if (env.PUBLIC_URL && !/^https?:\/\/[^/\s]+/.test(publicUrl))
-    throw new ConfigError(`PUBLIC_URL must be an http:// or https:// URL (the base of setup_url and links), got '${maskUrl(env.PUBLIC_URL)}'`);
   return {
     port,
     host,
     databaseUrl: databaseUrl(env.DATABASE_URL || "sqlite:./data/cardctl.sqlite"),
-    adminToken: env.ADMIN_TOKEN || undefined,
+    adminToken: adminToken(env),
     redisUrl: env.REDIS_URL || undefined,
     processor,
-    stripeTestSecretKey: env.STRIPE_TEST_SECRET_KEY || undefined,
-    stripeLiveSecretKey: env.STRIPE_LIVE_SECRET_KEY || undefined,
+    stripeTestSecretKey: secretKey(env, "test"),
+    stripeLiveSecretKey: secretKey(env, "live"),
     stripeTestPublishableKey: publishableKey(env, "test"),
     stripeLivePublishableKey: publishableKey(env, "live"),
     stripeApiBase: env.STRIPE_API_BASE || undefined,
-    stripeWebhookSecrets: (env.STRIPE_WEBHOOK_SECRET ?? "").split(",").map((secret) => secret.trim()).filter(Boolean),
-    approvalTtlSeconds: int(env, "APPROVAL_TTL_SECONDS", 86400, 1),
+    stripeWebhookSecrets: webhookSecrets(env),
+    approvalTtlSeconds: int(env, "APPROVAL_TTL_SECONDS", 86400, 1, 30 * 24 * 3600) /* 30 days */,
     cardTtlSeconds: int(env, "CARD_TTL_SECONDS", 86400, 1, MAX_CARD_TTL_SECONDS),
-    rateLimitPerHour: int(env, "RATE_LIMIT_PER_HOUR", 1000, 1),
-    publicUrl,
-    processorTimeoutMs: int(env, "PROCESSOR_TIMEOUT_MS", 10000, 1),
-    requestTimeoutMs: int(env, "REQUEST_TIMEOUT_MS", 30000, 1000),
-    creationLeaseMs: int(env, "CREATION_LEASE_MS", 60000, 1),
-    maintenanceIntervalMs: int(env, "MAINTENANCE_INTERVAL_MS", 30000),
+    rateLimitPerHour: int(env, "RATE_LIMIT_PER_HOUR", 1000, 1, 1_000_000_000),
+    publicUrl: publicUrl(env, host, port),
+    processorTimeoutMs: int(env, "PROCESSOR_TIMEOUT_MS", 10000, 1, 10 * MINUTE_MS),
+    requestTimeoutMs: int(env, "REQUEST_TIMEOUT_MS", 30000, 1000, HOUR_MS),
+    creationLeaseMs: int(env, "CREATION_LEASE_MS", 60000, 1, HOUR_MS),
+    maintenanceIntervalMs: int(env, "MAINTENANCE_INTERVAL_MS", 30000, 0, DAY_MS),
     trustProxy: trustProxy(env),
     webhookAllowPrivate: flag(env, "WEBHOOK_ALLOW_PRIVATE"),
-    webhookTimeoutMs: int(env, "WEBHOOK_TIMEOUT_MS", 10000, 100),
-    webhookRetryBaseMs: int(env, "WEBHOOK_RETRY_BASE_MS", 5000, 1),
-    webhookRetryWindowMs: int(env, "WEBHOOK_RETRY_WINDOW_MS", 3 * 24 * 3600 * 1000, 1),
-    webhookPollMs: int(env, "WEBHOOK_POLL_MS", 500, 10),
-    eventStreamHeartbeatMs: int(env, "EVENT_STREAM_HEARTBEAT_MS", 15000, 100),
-    eventStreamPollMs: int(env, "EVENT_STREAM_POLL_MS", 500, 10),
+    webhookTimeoutMs: int(env, "WEBHOOK_TIMEOUT_MS", 10000, 100, 10 * MINUTE_MS),
+    webhookRetryBaseMs: int(env, "WEBHOOK_RETRY_BASE_MS", 5000, 1, 6 * HOUR_MS) /* the longest delay */,
+    webhookRetryWindowMs: int(env, "WEBHOOK_RETRY_WINDOW_MS", 3 * DAY_MS, 1, 30 * DAY_MS) /* events are kept 30 days */,
+    webhookPollMs: int(env, "WEBHOOK_POLL_MS", 500, 10, HOUR_MS),
+    eventStreamHeartbeatMs: int(env, "EVENT_STREAM_HEARTBEAT_MS", 15000, 100, HOUR_MS),
+    eventStreamPollMs: int(env, "EVENT_STREAM_POLL_MS", 500, 10, HOUR_MS),
     logLevel,
     logFormat,
   };

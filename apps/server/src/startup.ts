@@ -25,7 +25,8 @@ interface ErrorLike {
  */
 export function describeStartupError(err: unknown, phase: Phase, config?: Config): { text: string; known: boolean } {
   const text = describe(err, phase, config);
-  return text === undefined ? { text: unknownError(err, phase, config), known: false } : { text, known: true };
+  // Known texts are masked too: a ConfigError or StartupError may quote a URL.
+  return text === undefined ? { text: unknownError(err, phase, config), known: false } : { text: maskSecrets(text), known: true };
 }
 
 function unknownError(err: unknown, phase: Phase, config?: Config): string {

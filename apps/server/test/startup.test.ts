@@ -163,6 +163,20 @@ describe("the built server (node dist/main.js)", { timeout: 180_000 }, () => {
       await run.stop();
     }
   });
+
+  it("HOST=::1: listens on the IPv6 loopback, links bracket the address", async () => {
+    const run = start({ DATABASE_URL: sqliteUrl("ipv6.sqlite"), HOST: "::1" });
+    try {
+      const url = (await run.waitFor(listening))[1]!;
+      expect(url).toMatch(/^http:\/\/\[::1\]:\d+$/);
+      expect(await (await fetch(`${url}/health`)).json()).toEqual({ ok: true });
+      // The default PUBLIC_URL (http://[::1]:PORT) is the base of the demo owner's sign-in link.
+      expect(run.stdout()).toMatch(/"demo_owner_sign_in_url":"http:\/\/\[::1\]:\d+\/invite#inv_\w+"/);
+      expect(run.stderr()).toBe("");
+    } finally {
+      await run.stop();
+    }
+  });
 });
 
 describe("start-up failures: one line on stderr, what is wrong and what to do, credentials masked, exit 1", { timeout: 180_000 }, () => {
@@ -174,6 +188,9 @@ describe("start-up failures: one line on stderr, what is wrong and what to do, c
   it.each([
     [{ PORT: "http" }, "PORT must be an integer from 0 to 65535, got 'http'"],
     [{ LOG_FORMAT: "xml" }, "LOG_FORMAT must be 'pretty' or 'json', got 'xml'"],
+    [{ PORT: " " }, "PORT is blank: set it to an integer from 0 to 65535, or unset it for the default (4000)"],
+    [{ STRIPE_TEST_SECRET_KEY: "sk_live_0123456789abcdef" }, "STRIPE_TEST_SECRET_KEY must be a test-mode Stripe secret key, starting with sk_test_ or rk_test_ (Stripe Dashboard → Developers → API keys, in test mode), got 'sk_live_…'"],
+    [{ ADMIN_TOKEN: "adm_0123456789abcdef " }, "ADMIN_TOKEN must be printable ASCII with no whitespace: a client sends it as 'Authorization: Bearer <ADMIN_TOKEN>', which could not carry it; fix it, or unset it to have one generated"],
   ])("an invalid setting %o", async (env, message) => {
     expect(await expectOneLineFailure({ DATABASE_URL: sqliteUrl("config.sqlite"), ...env })).toBe(`cardctl: cannot start: ${message}`);
   });
@@ -230,6 +247,15 @@ describe("start-up failures: one line on stderr, what is wrong and what to do, c
     }
   });
 
+  // The URL parser masks the password; when the URL does not parse, all between :// and the last @ is masked.
+  it.each([
+    [`mysql://app:p@${PASSWORD}@127.0.0.1:1/cardctl`, "cannot reach MySQL at 127.0.0.1:1 (connection refused): start the server, or fix the host and port in DATABASE_URL mysql://app:***@127.0.0.1:1/cardctl"],
+    [`mysql://app:pa/${PASSWORD}@127.0.0.1:1/cardctl`, "DATABASE_URL 'mysql://app:***@127.0.0.1:1/cardctl' is not a valid URL"],
+    [`mysql://app:12/${PASSWORD}@127.0.0.1:1/cardctl`, "DATABASE_URL 'mysql://app:***@127.0.0.1:1/cardctl' is not a valid URL"],
+  ])("a DATABASE_URL password with @ or /, masked whole: %s", async (url, message) => {
+    expect(await expectOneLineFailure({ DATABASE_URL: url })).toContain(message);
+  });
+
   it("a MySQL server that does not answer", async () => {
     const line = await expectOneLineFailure({ DATABASE_URL: `mysql://root:${PASSWORD}@127.0.0.1:1/cardctl` });
     expect(line).toContain("cannot reach MySQL at 127.0.0.1:1 (connection refused)");
@@ -274,6 +300,31 @@ describe.runIf(dbKind === "mysql")("MySQL: a database that does not exist, user 
     const line = await expectOneLineFailure({ DATABASE_URL: `mysql://${user}:wrong-${PASSWORD}@${host}/${dbName}` });
     expect(line).toContain(`refused user '${user}'`);
     expect(line).toContain(`mysql://${user}:***@${host}/${dbName}`);
+  });
+
+  it("a password with @: the server starts, its ready line and banner mask it whole", async () => {
+    const atUser = `cardctl_at_${suffix}`;
+    const atDb = `${dbName}_at`;
+    const atPassword = `p@${PASSWORD}`;
+    await admin.query(`CREATE USER '${atUser}'@'%' IDENTIFIED BY '${atPassword}'`);
+    await admin.query(`GRANT ALL ON \`${atDb}\`.* TO '${atUser}'@'%'`);
+    const env = { DATABASE_URL: `mysql://${atUser}:${atPassword}@${host}/${atDb}`, LOG_LEVEL: "info" };
+    try {
+      for (const format of ["json", "pretty"]) {
+        const run = start({ ...env, LOG_FORMAT: format });
+        try {
+          await run.waitFor(format === "json" ? /"database":"[^"]*"/ : /Processor {3}simulated/);
+          const masked = `mysql://${atUser}:***@${host}/${atDb}`;
+          expect(run.stdout()).toContain(format === "json" ? `"database":"${masked}"` : `  Database    ${masked}\n`);
+          expect(run.stdout() + run.stderr()).not.toContain(PASSWORD);
+        } finally {
+          await run.stop();
+        }
+      }
+    } finally {
+      await admin.query(`DROP DATABASE IF EXISTS \`${atDb}\``);
+      await admin.query(`DROP USER IF EXISTS '${atUser}'@'%'`);
+    }
   });
 
   it("a user who may create it: the server creates it, migrates and starts", async () => {
