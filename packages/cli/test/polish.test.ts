@@ -38,9 +38,10 @@ describe("amounts typed in dollars come back in dollars", () => {
     expect(j.json().error.details.issues).toEqual([{ path: "amount_cents", message: "amount_cents must be an integer number of cents from 1 to 50000" }]);
   });
 
-  it("--max of cards create and of policy set, too", async () => {
-    const r = await cli(["cards", "create", "--amount", "5", "--max", "1000"]);
-    expect(r.stderr).toContain('--max must be an amount in dollars from $0.01 to $500.00, got "1000"');
+  it("--max of policy set, too; that of cards create only tightens, so one above the policy's has no effect", async () => {
+    const r = await cli(["cards", "create", "--amount", "5", "--max", "1000", "--json"]);
+    expect(r.code).toBe(0);
+    expect(r.json()).toMatchObject({ status: "OPEN", spending_limit_cents: 500 });
     const p = await cli(["policy", "set", "--max", "750.50"]);
     expect(p.code).toBe(1);
     expect(p.stderr).toContain('Error: Invalid request: --max must be an amount in dollars from $0.01 to $500.00, got "750.50".');
