@@ -104,7 +104,7 @@ export function reportError(err: unknown, out: Output, ctx: ReportContext = {}):
     const human = humanize(err.code, err.message, details, ctx.dollarFlags, ctx.flagNames);
     out.err(`${red("Error:")} ${human.message}`);
     out.err(dim(`  code: ${err.code}${err.status ? ` (HTTP ${err.status})` : ""}${err.requestId ? `  request id: ${err.requestId}` : ""}`));
-    for (const hint of hints(err.code, { ...details, issues: human.issues }, err.status)) out.err(`  ${hint}`);
+    for (const hint of hints(err.code, { ...details, issues: human.issues }, err.status, err.message)) out.err(`  ${hint}`);
     return code;
   }
 
@@ -117,7 +117,7 @@ export function reportError(err: unknown, out: Output, ctx: ReportContext = {}):
 }
 
 /** What to do next about an error code (also used for the reasons of `policy check`). */
-export function hints(code: string, d: Record<string, unknown>, status?: number): string[] {
+export function hints(code: string, d: Record<string, unknown>, status?: number, message = ""): string[] {
   switch (code) {
     case "setup_required": {
       const missing = Array.isArray(d.missing) ? (d.missing as string[]) : [];
@@ -143,7 +143,10 @@ export function hints(code: string, d: Record<string, unknown>, status?: number)
     case "unauthorized":
       return ["The key is invalid or revoked. Run `cardctl login` with a valid key, or check --api-key / CARDCTL_API_KEY (operator commands: --admin-token / CARDCTL_ADMIN_TOKEN)."];
     case "forbidden":
-      return ["This key may not do that (an 'agent' key cannot approve, reject or change the policy). Use a 'full' key."];
+      // One code for the key's role and for its mode (test helpers): the message tells which.
+      if (message.includes("'agent' role")) return ["This key may not do that (an 'agent' key cannot approve, reject or change the policy). Use a 'full' key."];
+      if (message.startsWith("Test helpers")) return ["Use a test-mode key (sk_test_…): test helpers play the card network, which live mode has for real."];
+      return [];
     case "rate_limited":
       return ["Too many requests for this key; wait until the rate-limit window resets and try again."];
     case "approval_not_pending":

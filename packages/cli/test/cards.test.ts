@@ -261,6 +261,31 @@ describe("errors and exit codes", () => {
     const r = await cli(["approvals", "approve", "appr_whatever"], { CARDCTL_API_KEY: agentKey });
     expect(r.code).toBe(1);
     expect(r.stderr).toContain("code: forbidden");
+    expect(r.stderr).toContain("Use a 'full' key.");
+  });
+
+  it("a test helper with a live key: forbidden, and the hint is about the key's mode, not its role", async () => {
+    const liveKey = await (await s.newAccount()).key("live", "full");
+    const r = await cli(["test", "purchase", "card_whatever", "--amount", "1"], { CARDCTL_API_KEY: liveKey });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain("Test helpers work only with sk_test_ keys");
+    expect(r.stderr).toContain("Use a test-mode key (sk_test_…)");
+    expect(r.stderr).not.toContain("'full' key");
+  });
+
+  it("approvals list shows 20 and says how to see the rest: --limit and --all", async () => {
+    const acct = await s.newAccount();
+    const key = await acct.key();
+    await s.request("PUT", "/v1/policies/default", { key, body: { approval_required: true } });
+    for (let i = 0; i < 23; i++) expect((await s.request("POST", "/v1/cards", { key, body: { amount_cents: 100 + i } })).status).toBe(202);
+    const first = await cli(["approvals", "list"], { CARDCTL_API_KEY: key });
+    expect(first.stdout.match(/appr_\w+/g)).toHaveLength(20);
+    expect(first.stderr).toContain("More approvals exist: use --all or a larger --limit.");
+    expect((await cli(["approvals", "list", "--limit", "21", "--json"], { CARDCTL_API_KEY: key })).json().data).toHaveLength(21);
+    const all = (await cli(["approvals", "list", "--all", "--json"], { CARDCTL_API_KEY: key })).json();
+    expect(all).toMatchObject({ has_more: false });
+    expect(new Set(all.data.map((a: any) => a.id)).size).toBe(23);
+    expect((await cli(["approvals", "list", "--limit", "0"], { CARDCTL_API_KEY: key })).code).toBe(2);
   });
 
   it("authentication errors exit 3", async () => {

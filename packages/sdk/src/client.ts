@@ -324,7 +324,9 @@ export class Approvals {
     const deadline = timeoutMs === undefined ? Infinity : Date.now() + timeoutMs;
     const controller = new AbortController();
     const onAbort = () => controller.abort(signal?.reason);
-    if (signal?.aborted) throw new UserAbortError({ code: "aborted", message: "The wait was aborted.", cause: signal.reason });
+    // Aborted, the error names the approval (still pending), so a caller that only logs it can wait again.
+    const aborted = () => new UserAbortError({ code: "aborted", message: `The wait for ${id} was aborted; it is still pending.`, details: { approval_id: id }, cause: signal?.reason });
+    if (signal?.aborted) throw aborted();
     signal?.addEventListener("abort", onAbort, { once: true });
     const timer = Number.isFinite(deadline) ? setTimeout(() => controller.abort(), Math.max(0, deadline - Date.now())) : undefined;
     const opts: RequestOptions = { signal: controller.signal };
@@ -371,6 +373,8 @@ export class Approvals {
         if (deadline - Date.now() < 10) throw new DecisionTimeoutError(id, timeoutMs ?? 0);
         if (pollIntervalMs === undefined) interval = Math.min(15_000, interval * 1.5);
       }
+    } catch (err) {
+      throw signal?.aborted && err instanceof UserAbortError ? aborted() : err;
     } finally {
       if (timer !== undefined) clearTimeout(timer);
       signal?.removeEventListener("abort", onAbort);

@@ -111,8 +111,9 @@ function newIdempotencyKey(): string {
   return `sdk_${Date.now().toString(36)}_${Math.random().toString(36).slice(2)}${Math.random().toString(36).slice(2)}`;
 }
 
+/** A 503 processor_not_configured is the server's set-up, not a passing failure: asking again only spends the rate budget. */
 function isRetryableStatus(status: number, code: string | undefined): boolean {
-  return status === 429 || status >= 500 || (status === 409 && code === "idempotency_key_in_use");
+  return status === 429 || (status >= 500 && code !== "processor_not_configured") || (status === 409 && code === "idempotency_key_in_use");
 }
 
 /** The HTTP layer: auth, JSON, Idempotency-Keys, timeouts, retries and error mapping. */

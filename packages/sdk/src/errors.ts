@@ -127,7 +127,7 @@ export class DecisionTimeoutError extends CardctlError {
   /** The approval that is still pending. */
   readonly approvalId: string;
   constructor(approvalId: string, timeoutMs: number) {
-    super({ code: "decision_timeout", message: `No decision on ${approvalId} within ${timeoutMs} ms; it is still pending.` });
+    super({ code: "decision_timeout", message: `No decision on ${approvalId} within ${timeoutMs} ms; it is still pending.`, details: { approval_id: approvalId } });
     this.approvalId = approvalId;
   }
 }

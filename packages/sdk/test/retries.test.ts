@@ -1,5 +1,5 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
-import { Cardctl, DecisionTimeoutError, NotFoundError, RateLimitError, TimeoutError, type Fetch } from "../src/index.js";
+import { Cardctl, DecisionTimeoutError, NotFoundError, ProcessorError, RateLimitError, TimeoutError, type Fetch } from "../src/index.js";
 import { clientFor, recordingFetch, startServer, tcpProxy, type TestServer } from "./helpers.js";
 
 describe("retries against the real server", () => {
@@ -63,6 +63,15 @@ describe("retries against the real server", () => {
     expect(log.map((x) => x.status)).toEqual([502, 201]);
     expect(log[0]!.idempotencyKey).toBe(log[1]!.idempotencyKey);
     expect((await c.cards.list()).data).toHaveLength(1);
+  });
+
+  it("never retries 503 processor_not_configured (a live key on a server without Stripe): one request, ProcessorError", async () => {
+    const apiKey = await (await s.newAccount()).key("live");
+    const { fetch, log } = recordingFetch();
+    const err = await clientFor(s, { apiKey, fetch }).cards.create({ amount_cents: 500 }).catch((e) => e);
+    expect(err).toBeInstanceOf(ProcessorError);
+    expect(err).toMatchObject({ status: 503, code: "processor_not_configured" });
+    expect(log.map((x) => x.status)).toEqual([503]);
   });
 
   it("retries 409 idempotency_key_in_use while the first attempt is still running", async () => {

@@ -76,11 +76,15 @@ describe("waitForDecision / createAndWait (approvals live a day)", () => {
     const err = await c.approvals.waitForDecision(created.approval_id, { timeoutMs: 400, pollIntervalMs: 100 }).catch((e) => e);
     expect(err).toBeInstanceOf(DecisionTimeoutError);
     expect(err.approvalId).toBe(created.approval_id);
+    expect(err.details).toEqual({ approval_id: created.approval_id });
     expect(Date.now() - t0).toBeLessThan(2000);
 
     const ac = new AbortController();
     setTimeout(() => ac.abort(), 200);
-    await expect(c.approvals.waitForDecision(created.approval_id, { signal: ac.signal })).rejects.toBeInstanceOf(UserAbortError);
+    const aborted = await c.approvals.waitForDecision(created.approval_id, { signal: ac.signal }).catch((e) => e);
+    expect(aborted).toBeInstanceOf(UserAbortError);
+    // Named, so a caller that only logs the error can wait for it again.
+    expect(aborted.details).toEqual({ approval_id: created.approval_id });
 
     await expect(c.approvals.waitForDecision("appr_doesnotexist")).rejects.toBeInstanceOf(NotFoundError);
     // Still pending after all that.

@@ -3,6 +3,8 @@ import { ctxOf, type Ctx } from "../context.js";
 import { UsageError } from "../errors.js";
 import { formatMoney } from "@cardctl/sdk";
 import { parseAmount } from "../money.js";
+import { parseLimit } from "../options.js";
+import { fetchList } from "../pages.js";
 import { relativeTime, truncate } from "../output.js";
 import { hints } from "../report.js";
 import { cardRequestParams, printCard } from "./cards.js";
@@ -129,14 +131,18 @@ export function registerAccount(program: Command): void {
     .command("list")
     .description("List approval requests (default: pending)")
     .option("--status <status>", `${APPROVAL_STATUSES.join(", ")}`, "PENDING")
-    .action(async (o: { status: string }, cmd: Command) => {
+    .option("--limit <n>", "page size, 1..100 (default 20)")
+    .option("--all", "follow every page")
+    .action(async (o: { status: string; limit?: string; all?: boolean }, cmd: Command) => {
       const ctx = ctxOf(cmd);
       const status = o.status.toUpperCase();
       if (!APPROVAL_STATUSES.includes(status)) throw new UsageError(`--status must be one of ${APPROVAL_STATUSES.join(", ")}.`);
-      const page: any = await ctx.out.spin("Fetching approvals", async () => await ctx.client().approvals.list({ status } as any));
+      const params = { status, ...(o.limit !== undefined ? { limit: parseLimit(o.limit) } : {}) };
+      const client = ctx.client();
+      const page = await fetchList(ctx.out, "approvals", o, () => client.approvals.list(params as any));
       if (ctx.out.json) return ctx.out.printJson(page);
-      ctx.out.table(APPROVAL_HEADERS, approvalRows(ctx, page.data), `No ${status.toLowerCase()} approvals.`, { shrink: ["PURPOSE", "AGENT", "EXPIRES / RESULT"], drop: ["CREATED", "AGENT"] });
-      if (page.has_more) ctx.out.hint("More approvals exist than shown.");
+      ctx.out.table(APPROVAL_HEADERS, approvalRows(ctx, page.data), `No ${status.toLowerCase()} approvals.`, { shrink: ["PURPOSE", "AGENT"], drop: ["CREATED", "AGENT"] });
+      if (page.has_more) ctx.out.hint("More approvals exist: use --all or a larger --limit.");
     });
   approvals
     .command("approve")

@@ -5,6 +5,7 @@ import { ctxOf, type Ctx } from "../context.js";
 import { UsageError } from "../errors.js";
 import { parseAmount, parseCents } from "../money.js";
 import { parseDuration, parseLimit } from "../options.js";
+import { fetchList } from "../pages.js";
 import { relativeTime, truncate } from "../output.js";
 import { confirmOrRefuse } from "../prompt.js";
 
@@ -117,13 +118,7 @@ export function registerCards(program: Command): void {
       if (o.agent !== undefined) params.agent_id = o.agent;
       if (o.limit !== undefined) params.limit = parseLimit(o.limit);
       const client = ctx.client();
-      let page: { data: any[]; has_more: boolean };
-      if (o.all) {
-        const data = await out.spin("Fetching cards", () => client.cards.list(params as any).toArray(Infinity));
-        page = { data, has_more: false };
-      } else {
-        page = (await out.spin("Fetching cards", async () => await client.cards.list(params as any))) as any;
-      }
+      const page = await fetchList(out, "cards", o, () => client.cards.list(params as any));
       if (out.json) return out.printJson(page);
       out.table(
         ["ID", "STATUS", "AMOUNT", "REMAINING", "CARD", "AGENT", "PURPOSE", "CREATED"],

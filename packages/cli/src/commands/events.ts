@@ -2,6 +2,7 @@ import type { Event } from "@cardctl/sdk";
 import type { Command } from "commander";
 import { ctxOf } from "../context.js";
 import { parseLimit } from "../options.js";
+import { fetchList } from "../pages.js";
 import { relativeTime, truncate, type Output } from "../output.js";
 
 /** One line about what an event says happened, from its data.object. */
@@ -52,9 +53,7 @@ export function registerEvents(program: Command): void {
       ctx.flagNames.type = "--type";
       if (o.limit !== undefined) params.limit = parseLimit(o.limit);
       const client = ctx.client();
-      const page = o.all
-        ? { data: await out.spin("Fetching events", () => client.events.list(params).toArray(Infinity)), has_more: false }
-        : (await out.spin("Fetching events", async () => await client.events.list(params))).toJSON();
+      const page = await fetchList(out, "events", o, () => client.events.list(params));
       if (out.json) return out.printJson(page);
       out.table(
         ["ID", "TYPE", "SUMMARY", "WHEN"],

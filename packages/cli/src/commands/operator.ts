@@ -73,7 +73,7 @@ export function registerOperator(program: Command): void {
         ["Invite link", invite.invite_url],
         ["Expires", `${relativeTime(invite.invite_expires_at)} (${invite.invite_expires_at})`],
       ]);
-      ctx.out.line(ctx.out.style("Send the link to the owner privately: it works once, for whoever opens it first.", "dim"));
+      ctx.out.hint("Send the link to the owner privately: it works once, for whoever opens it first.");
     });
   accounts
     .command("verify-kyb")

@@ -3,6 +3,7 @@ import type { Command } from "commander";
 import { ctxOf, type Ctx } from "../context.js";
 import { UsageError } from "../errors.js";
 import { parseDuration, parseEventTypes, parseLimit } from "../options.js";
+import { fetchList } from "../pages.js";
 import { confirmOrRefuse } from "../prompt.js";
 import { relativeTime, truncate, type Style } from "../output.js";
 
@@ -186,9 +187,7 @@ developing, run: cardctl listen --forward-to http://localhost:3000/webhooks`,
       }
       if (o.limit !== undefined) params.limit = parseLimit(o.limit);
       const client = ctx.client();
-      const page = o.all
-        ? { data: await out.spin("Fetching deliveries", () => client.webhookEndpoints.deliveries(id, params).toArray(Infinity)), has_more: false }
-        : (await out.spin("Fetching deliveries", async () => await client.webhookEndpoints.deliveries(id, params))).toJSON();
+      const page = await fetchList(out, "deliveries", o, () => client.webhookEndpoints.deliveries(id, params));
       if (out.json) return out.printJson(page);
       out.table(
         ["ID", "STATUS", "EVENT", "ATTEMPTS", "LAST ANSWER", "NEXT ATTEMPT", "CREATED"],
