@@ -1,6 +1,6 @@
 // Types only: no server code reaches the bundle.
 import type { AppRouter } from "@cardctl/api";
-import { QueryCache, QueryClient, useInfiniteQuery, useQuery, useQueryClient } from "@tanstack/react-query";
+import { QueryCache, QueryClient, useInfiniteQuery, useQuery, useQueryClient, type InfiniteData } from "@tanstack/react-query";
 import { createTRPCClient, httpLink, TRPCClientError } from "@trpc/client";
 import { useEffect, useState, useSyncExternalStore } from "react";
 
@@ -208,21 +208,41 @@ const LISTS: Record<string, string[]> = {
   webhook_endpoint: ["webhook_endpoints"],
   account: ["setup"],
 };
-/** What any event changes: the events list itself, the spend summary and chart, and webhook deliveries (one per endpoint taking it). */
-const EVERY_EVENT = ["events", "spend", "webhook_deliveries"];
+/** What any event changes: the spend summary and chart, and webhook deliveries (one per endpoint taking it). The events list takes it as it comes. */
+const EVERY_EVENT = ["spend", "webhook_deliveries"];
 /** An event's deliveries are written by a delivery worker moments after it (well within a second): looked at again then. */
 const DELIVERIES_WRITTEN_MS = 1000;
+/**
+ * A list is read again for events at most once in this window, and once more at its end if more
+ * came: an owner's requests count against a rate limit as a key's do, and a busy account sends
+ * several events a second.
+ */
+const REFETCH_WINDOW_MS = 500;
 
 /** The longest wait before opening the stream again after the server refused it. */
 const MAX_REOPEN_MS = 30_000;
 
+type EventItem = { id: string; type: string };
+type EventPages = InfiniteData<{ data: EventItem[]; has_more: boolean }>;
+
+/** The event, put at the top of each loaded events list it belongs in (all types, or its own), once. */
+function prependEvent(client: QueryClient, event: EventItem) {
+  for (const [key, data] of client.getQueriesData<EventPages>({ queryKey: ["events"] })) {
+    const type = key[1];
+    const first = data?.pages[0];
+    if (!data || !first || (type && type !== event.type) || data.pages.some((p) => p.data.some((e) => e.id === event.id))) continue;
+    client.setQueryData<EventPages>(key, { ...data, pages: [{ ...first, data: [event, ...first.data] }, ...data.pages.slice(1)] });
+  }
+}
+
 /**
  * The account's events, live (GET /v1/events/stream on the session cookie): a new request shows
- * in the inbox without a reload. On each (re)connection the lists are refetched, for what happened
- * while disconnected. Answers whether the stream is connected. EventSource reconnects by itself
- * after a network error, but closes for good on an error answer (401, 429, a proxy's 502): it is
- * then opened again, with backoff, and the pages' reads are refetched once (a 401 there leads to
- * sign-in).
+ * in the inbox without a reload. Each event is added to the events list as it comes; the lists it
+ * changes are read again (at most once per REFETCH_WINDOW_MS each). On each (re)connection the
+ * lists are refetched, for what happened while disconnected. Answers whether the stream is
+ * connected. EventSource reconnects by itself after a network error, but closes for good on an
+ * error answer (401, 429, a proxy's 502): it is then opened again, with backoff, and the pages'
+ * reads are refetched once (a 401 there leads to sign-in).
  */
 export function useLiveEvents(): boolean {
   const client = useQueryClient();
@@ -234,12 +254,32 @@ export function useLiveEvents(): boolean {
     let stream: EventSource;
     let reopen: ReturnType<typeof setTimeout> | undefined;
     let refused = 0;
+    const timers = new Set<ReturnType<typeof setTimeout>>();
+    const later = (fn: () => void, ms: number) => {
+      const t = setTimeout(() => {
+        timers.delete(t);
+        fn();
+      }, ms);
+      timers.add(t);
+    };
+    // Lists read in the current window, and those an event changed since (read at its end).
+    const windowOpen = new Set<string>();
+    const changed = new Set<string>();
+    const refetch = (list: string) => {
+      if (windowOpen.has(list)) return void changed.add(list);
+      windowOpen.add(list);
+      void client.invalidateQueries({ queryKey: [list] });
+      later(() => {
+        windowOpen.delete(list);
+        if (changed.delete(list)) refetch(list);
+      }, REFETCH_WINDOW_MS);
+    };
     const open = () => {
       stream = new EventSource(`/v1/events/stream?mode=${mode}`);
       stream.onopen = () => {
         refused = 0;
         setLive(true);
-        for (const list of new Set([...Object.values(LISTS).flat(), ...EVERY_EVENT])) void client.invalidateQueries({ queryKey: [list] });
+        for (const list of new Set(["events", ...Object.values(LISTS).flat(), ...EVERY_EVENT])) void client.invalidateQueries({ queryKey: [list] });
       };
       stream.onerror = () => {
         setLive(false);
@@ -250,13 +290,18 @@ export function useLiveEvents(): boolean {
       stream.onmessage = onMessage;
     };
     const onMessage = (msg: MessageEvent<string>) => {
-      for (const list of LISTS[((JSON.parse(msg.data) as { type?: string }).type ?? "").split(".")[0]!] ?? []) void client.invalidateQueries({ queryKey: [list] });
-      for (const other of EVERY_EVENT) void client.invalidateQueries({ queryKey: [other] });
-      setTimeout(() => void client.invalidateQueries({ queryKey: ["webhook_deliveries"] }), DELIVERIES_WRITTEN_MS);
+      const event = JSON.parse(msg.data) as EventItem;
+      prependEvent(client, event);
+      // A read of the list under way was answered without the event and would put the list back as
+      // it was: it is read again (invalidating cancels that read).
+      if (client.isFetching({ queryKey: ["events"] }) > 0) refetch("events");
+      for (const list of [...(LISTS[event.type.split(".")[0]!] ?? []), ...EVERY_EVENT]) refetch(list);
+      later(() => refetch("webhook_deliveries"), DELIVERIES_WRITTEN_MS);
     };
     open();
     return () => {
       clearTimeout(reopen);
+      for (const t of timers) clearTimeout(t);
       stream.close();
     };
   }, [client, mode]);

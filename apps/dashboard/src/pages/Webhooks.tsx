@@ -260,9 +260,10 @@ function pollMs(deliveries: Delivery[] | undefined): number | false {
   const pending = deliveries?.filter((d) => d.status === "pending") ?? [];
   if (pending.length === 0) return false;
   // An attempt in flight shows its lease's end (about a minute away) as its next attempt, and ends
-  // without an event: while one may be in flight, look every 2 s; a retry far off, every 30 s.
+  // without an event: while one may be in flight, look every 5 s (an attempt lasts up to 10 s; an
+  // owner's requests are rate limited); a retry far off, every 30 s.
   const soonest = Math.min(...pending.map((d) => (d.next_attempt_at ? Date.parse(d.next_attempt_at) : Date.now())));
-  return soonest - Date.now() < 120_000 ? 2000 : 30_000;
+  return soonest - Date.now() < 120_000 ? 5000 : 30_000;
 }
 
 function Deliveries({ endpoint }: { endpoint: Endpoint }) {
