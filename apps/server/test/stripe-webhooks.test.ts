@@ -159,6 +159,25 @@ describe(`stripe webhooks (${dbKind})`, () => {
       expect((await authorizationsOf(key, card.id))[0]).toMatchObject({ amount_cents: 900 });
     });
 
+    it("asked again on an authorization it approved, Stripe is told no once the card's hold is gone or the authorization gave the card back", async () => {
+      // The hold lapsed (the card closed): a repeat, or an increment after a partial reversal, is declined.
+      const lapsed = await openCard(1000);
+      const first = authorizationFor(lapsed.issued, 900, { pending: true });
+      expect((await deliver("issuing_authorization.request", first)).body).toEqual({ approved: true });
+      expect((await deliver("payment_intent.canceled", { ...lapsed.pi, status: "canceled" })).body.outcome).toBe("applied");
+      expect((await deliver("issuing_authorization.request", first)).body).toEqual({ approved: false });
+      const smaller = { ...first, amount: 600, pending_request: { amount: 200, currency: "usd" } };
+      expect((await deliver("issuing_authorization.request", smaller)).body).toEqual({ approved: false });
+
+      // Reversed (the card OPEN again), and the card then used by another: the first is not approved again.
+      const { issued } = await openCard(1000);
+      const a = authorizationFor(issued, 700, { pending: true });
+      expect((await deliver("issuing_authorization.request", a)).body).toEqual({ approved: true });
+      expect((await deliver("issuing_authorization.updated", { ...a, status: "reversed", pending_request: null })).body.outcome).toBe("applied");
+      expect((await deliver("issuing_authorization.request", authorizationFor(issued, 1000, { pending: true }))).body).toEqual({ approved: true });
+      expect((await deliver("issuing_authorization.request", { ...a, amount: 500, pending_request: { amount: 100, currency: "usd" } })).body).toEqual({ approved: false });
+    });
+
     it("a live-mode event never touches a test-mode card", async () => {
       const { key, card, issued } = await openCard(1000);
       const res = await deliver("issuing_authorization.request", authorizationFor(issued, 100, { pending: true }), { livemode: true });
@@ -250,12 +269,12 @@ describe(`stripe webhooks (${dbKind})`, () => {
       expect((await deliver("issuing_authorization.updated", { ...authorizationFor(issued, 100, { approved: false }), status: "reversed" })).body.outcome).toBe("ignored");
     });
 
-    it("a request event repeated after its reversal gets its recorded decision and does not use the card again", async () => {
+    it("a request event repeated after its reversal is declined (its approval no longer stands) and does not use the card again", async () => {
       const { key, card, issued } = await openCard(2000);
       const auth = authorizationFor(issued, 700, { pending: true });
       expect((await deliver("issuing_authorization.request", auth, { id: "evt_before_reversal_1" })).body).toEqual({ approved: true });
       await deliver("issuing_authorization.updated", { ...auth, status: "reversed", pending_request: null });
-      expect((await deliver("issuing_authorization.request", auth, { id: "evt_before_reversal_1" })).body).toEqual({ approved: true });
+      expect((await deliver("issuing_authorization.request", auth, { id: "evt_before_reversal_1" })).body).toEqual({ approved: false });
       expect(await cardOf(key, card.id)).toMatchObject({ status: "OPEN", remaining_cents: 2000 });
       const recorded = await authorizationsOf(key, card.id);
       expect(recorded).toHaveLength(1);

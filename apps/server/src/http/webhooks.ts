@@ -110,9 +110,10 @@ export async function registerStripeWebhooks(app: FastifyInstance, services: Ser
         const card = await cards.findByProcessor(cardRef(mode, auth.card));
         if (!card) return "declined";
         // An authorization already decided comes back from `authorize` as recorded (its unique key
-        // stops a second one, the card's use rolled back with it): a repeat, or an increment of it.
+        // stops a second one, the card's use rolled back with it): a repeat, or an increment of it,
+        // approved only while its card's hold is still in force (stillApproved).
         const decided = await lifecycle.authorize(card, { amountCents: amount, merchant: auth.merchant_data ?? undefined, processorAuthorizationId: auth.id });
-        return decided.approved && (amount <= decided.amount_cents || (await lifecycle.increment(decided, amount))) ? "approved" : "declined";
+        return (await lifecycle.stillApproved(decided, amount)) ? "approved" : "declined";
       }
       case "issuing_authorization.created": {
         // Stripe's final answer. A decline after we approved: nothing will settle, the card is given back.

@@ -216,14 +216,20 @@ export class CardLifecycle {
   }
 
   /**
-   * An increment of an approved authorization (a tip, a fuel pump's final amount): approved while
-   * the total stays within the card's hold and the hold is in force. A lower amount always stands.
+   * The answer for `amountCents` in all on a recorded authorization (Stripe asking again, or an
+   * increment: a tip, a fuel pump's final amount). A decline stays one. An approval stands only
+   * while nothing gave its card back since: pending on a hold still in force (a verification:
+   * while the card may take one), whatever the amount was approved for; a higher total is
+   * approved within the card's hold, and recorded.
    */
-  async increment(auth: Authorization, newAmountCents: number): Promise<boolean> {
-    if (!auth.approved || auth.status !== "pending") return false;
+  async stillApproved(auth: Authorization, amountCents: number): Promise<boolean> {
+    if (!auth.approved) return false;
     const card = (await this.cards.findOneBy({ id: auth.card_id }))!;
-    if (newAmountCents > auth.amount_cents && (card.hold_status !== "OPEN" || newAmountCents > card.amount_cents)) return false;
-    const res = await this.authorizations.update({ id: auth.id, status: "pending" }, { amount_cents: newAmountCents, updated_at: Date.now() });
+    if (auth.amount_cents === 0 && amountCents === 0) return declineReason(card, 0, Date.now()) === null;
+    if (auth.status !== "pending" || card.hold_status !== "OPEN") return false;
+    if (amountCents <= auth.amount_cents) return true;
+    if (amountCents > card.amount_cents) return false;
+    const res = await this.authorizations.update({ id: auth.id, status: "pending" }, { amount_cents: amountCents, updated_at: Date.now() });
     return (res.affected ?? 0) === 1;
   }
 
