@@ -8,7 +8,7 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { luhnValid } from "./fake-stripe.js";
-import { dbKind, processor, startServer, type TestServer } from "./harness.js";
+import { dbKind, expectError, processor, startServer, type TestServer } from "./harness.js";
 import { PAN_LIKE } from "./helpers.js";
 
 /**
@@ -253,7 +253,12 @@ describe(`MCP server (${processor}, ${dbKind})`, () => {
     expect(body.error).toMatchObject({ code: "unauthorized", request_id: none.headers.get("request-id") });
     const bad = await fetch(`${s.url}/mcp`, { method: "POST", headers: { ...headers, authorization: "Bearer sk_test_nope" }, body: JSON.stringify(init) });
     expect(bad.status).toBe(401);
-    expect((await fetch(`${s.url}/mcp`, { headers: { authorization: `Bearer ${s.apiKey}` } })).status).toBe(405);
+    for (const method of ["GET", "DELETE"]) {
+      const res = await s.request(method, "/mcp");
+      const err = expectError(res, 405, "method_not_allowed");
+      expect(err.message).toMatch(/POST \/mcp/);
+      expect(res.headers.get("allow")).toBe("POST");
+    }
   });
 
   it("cardctl-mcp explains a missing key instead of starting", async () => {

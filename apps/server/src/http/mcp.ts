@@ -41,10 +41,11 @@ export function registerMcp(app: FastifyInstance, publicUrl: string) {
     await server.connect(transport);
     await transport.handleRequest(req.raw, reply.raw, req.body);
   });
-  // Stateless: no server-initiated stream (GET) and no session to end (DELETE).
-  const notAllowed = { jsonrpc: "2.0", error: { code: -32000, message: "Method not allowed: send MCP messages with POST /mcp." }, id: null };
+  // Stateless: no server-initiated stream (GET) and no session to end (DELETE). The API's error
+  // envelope, as for any other refusal here (a JSON-RPC error's numeric code is no API error code).
+  const notAllowed = () => new AppError(405, "method_not_allowed", "Method not allowed: send MCP messages with POST /mcp (stateless: no stream to GET, no session to DELETE).");
   for (const method of ["GET", "DELETE"] as const)
-    app.route({ method, url: "/mcp", config: { rateLimit: false }, handler: (_req, reply) => reply.code(405).header("allow", "POST").send(notAllowed) });
+    app.route({ method, url: "/mcp", config: { rateLimit: false }, handler: (req, reply) => refuse(req, reply.header("allow", "POST"), notAllowed()) });
 }
 
 /** The API's error envelope (its request_id this request's); a 401 also says how to authenticate. */

@@ -20,7 +20,11 @@ const requestCardInput = s.createCardInput.extend({
     .optional()
     .describe("Send the same key when retrying the same request after an error: it never makes a second card"),
 });
-const waitInput = s.approvalIdInput.extend({ wait_seconds: waitSeconds(60) });
+/**
+ * 45 s by default: within the 60 s an MCP client waits for a call by default (the SDK's), which
+ * progress notifications extend only for a client that asks for it (resetTimeoutOnProgress).
+ */
+const waitInput = s.approvalIdInput.extend({ wait_seconds: waitSeconds(45) });
 
 /** The tools every key may use: an agent asks for, reads, reveals and closes its cards. */
 export function registerAgentTools(server: McpServer, { client, reveal }: ToolContext): void {
@@ -47,7 +51,7 @@ export function registerAgentTools(server: McpServer, { client, reveal }: ToolCo
     {
       title: "Wait for a human's decision",
       description:
-        "Waits up to wait_seconds (default 60) for a human to approve or reject a card request, with progress notifications. " +
+        "Waits up to wait_seconds (default 45) for a human to approve or reject a card request, with progress notifications. " +
         "Answers with the card (outcome 'issued'), 'rejected', 'expired', or 'pending_approval' when nobody decided yet (call again).",
       inputSchema: waitInput,
       annotations: { readOnlyHint: true, openWorldHint: true },
