@@ -19,7 +19,7 @@ export interface Config {
   stripeLivePublishableKey: string | undefined;
   stripeApiBase: string | undefined;
   /** One per Stripe webhook endpoint (test mode's and live mode's each have their own); empty: not configured. */
-  stripeWebhookSecrets: string[];
+  stripeWebhookSecrets: WebhookSecret[];
   approvalTtlSeconds: number;
   /** Lifetime of a card from issue; at most 4 days, inside the shortest hold validity (DESIGN 3.6). */
   cardTtlSeconds: number;
@@ -206,15 +206,33 @@ function secretKey(env: NodeJS.ProcessEnv, mode: "test" | "live"): string | unde
   return raw;
 }
 
-/** STRIPE_WEBHOOK_SECRET: comma-separated signing secrets (whsec_…), one per Stripe endpoint. */
-function webhookSecrets(env: NodeJS.ProcessEnv): string[] {
-  const secrets = (env.STRIPE_WEBHOOK_SECRET ?? "").split(",").map((secret) => secret.trim()).filter(Boolean);
-  const bad = secrets.find((secret) => !/^whsec_\S+$/.test(secret));
-  if (bad !== undefined)
-    throw new ConfigError(
-      `STRIPE_WEBHOOK_SECRET must be Stripe webhook signing secrets, each starting with whsec_ (comma-separated, one per endpoint: Stripe Dashboard → Developers → Webhooks), got ${keyKind(bad)}`,
-    );
-  return secrets;
+/** A Stripe endpoint's signing secret, and the mode of the events it may sign (either, when it came without one). */
+export interface WebhookSecret {
+  secret: string;
+  mode: "test" | "live" | undefined;
+}
+
+/**
+ * STRIPE_TEST_WEBHOOK_SECRET / STRIPE_LIVE_WEBHOOK_SECRET: the signing secrets (whsec_…,
+ * comma-separated) of each mode's Stripe endpoints; an event signed with one must be of its mode,
+ * so the test endpoint's secret (shared with developers, CI, `stripe listen`) cannot sign live
+ * money. STRIPE_WEBHOOK_SECRET, the older setting, signs for either mode.
+ */
+function webhookSecrets(env: NodeJS.ProcessEnv): WebhookSecret[] {
+  const settings = [
+    ["STRIPE_TEST_WEBHOOK_SECRET", "test"],
+    ["STRIPE_LIVE_WEBHOOK_SECRET", "live"],
+    ["STRIPE_WEBHOOK_SECRET", undefined],
+  ] as const;
+  return settings.flatMap(([name, mode]) => {
+    const secrets = (env[name] ?? "").split(",").map((secret) => secret.trim()).filter(Boolean);
+    const bad = secrets.find((secret) => !/^whsec_\S+$/.test(secret));
+    if (bad !== undefined)
+      throw new ConfigError(
+        `${name} must be Stripe webhook signing secrets, each starting with whsec_ (comma-separated, one per endpoint: Stripe Dashboard → Developers → Webhooks), got ${keyKind(bad)}`,
+      );
+    return secrets.map((secret) => ({ secret, mode }));
+  });
 }
 
 /**

@@ -73,8 +73,17 @@ describe("Stripe keys match their mode", () => {
     expect(loadConfig({ STRIPE_TEST_SECRET_KEY: "sk_test_abc", STRIPE_LIVE_SECRET_KEY: "sk_live_abc", STRIPE_WEBHOOK_SECRET: "whsec_a, whsec_b" })).toMatchObject({
       stripeTestSecretKey: "sk_test_abc",
       stripeLiveSecretKey: "sk_live_abc",
-      stripeWebhookSecrets: ["whsec_a", "whsec_b"],
+      stripeWebhookSecrets: [
+        { secret: "whsec_a", mode: undefined },
+        { secret: "whsec_b", mode: undefined },
+      ],
     });
+    // Each mode's endpoint its own: an event signed with one must be of its mode.
+    expect(loadConfig({ STRIPE_TEST_WEBHOOK_SECRET: "whsec_t1,whsec_t2", STRIPE_LIVE_WEBHOOK_SECRET: "whsec_l" }).stripeWebhookSecrets).toEqual([
+      { secret: "whsec_t1", mode: "test" },
+      { secret: "whsec_t2", mode: "test" },
+      { secret: "whsec_l", mode: "live" },
+    ]);
     expect(loadConfig({ STRIPE_TEST_SECRET_KEY: "rk_test_abc", STRIPE_LIVE_SECRET_KEY: "rk_live_abc" })).toMatchObject({
       stripeTestSecretKey: "rk_test_abc",
       stripeLiveSecretKey: "rk_live_abc",

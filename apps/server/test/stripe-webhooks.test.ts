@@ -5,7 +5,7 @@ import { authorizationFor, captureTransactionFor, faults, signedEvent, startFake
 import { dbKind, expectError, startServer, type TestServer } from "./harness.js";
 
 const SECRET = "whsec_test_0123456789";
-/** The live-mode endpoint's own secret: STRIPE_WEBHOOK_SECRET holds both, comma-separated. */
+/** The live-mode endpoint's own secret (STRIPE_LIVE_WEBHOOK_SECRET; the test one's is STRIPE_TEST_WEBHOOK_SECRET). */
 const LIVE_SECRET = "whsec_live_9876543210";
 
 /**
@@ -22,7 +22,8 @@ describe(`stripe webhooks (${dbKind})`, () => {
       PROCESSOR: "stripe",
       STRIPE_TEST_SECRET_KEY: "sk_test_fake",
       STRIPE_API_BASE: fake.url,
-      STRIPE_WEBHOOK_SECRET: `${LIVE_SECRET}, ${SECRET}`,
+      STRIPE_TEST_WEBHOOK_SECRET: SECRET,
+      STRIPE_LIVE_WEBHOOK_SECRET: LIVE_SECRET,
       PROCESSOR_TIMEOUT_MS: "1500",
     });
   });
@@ -79,11 +80,20 @@ describe(`stripe webhooks (${dbKind})`, () => {
       expect((await missing.json()).error.code).toBe("invalid_signature");
     });
 
-    it("each mode's endpoint signs with its own secret: an event signed with either configured secret is taken", async () => {
+    it("each mode's endpoint signs with its own secret, and only events of its mode: the test secret moves no live money", async () => {
       const live = await deliver("customer.created", { id: "cus_live_1" }, { secret: LIVE_SECRET, livemode: true });
       expect(live.status).toBe(200);
       expect(live.body).toEqual({ received: true, outcome: "ignored" });
       expect((await deliver("customer.created", { id: "cus_test_1" }, { secret: SECRET })).status).toBe(200);
+      const liveWithTestSecret = expectError(await deliver("customer.created", { id: "cus_live_2" }, { secret: SECRET, livemode: true }), 400, "invalid_event");
+      expect(liveWithTestSecret.details.issues).toEqual([{ path: "livemode", message: "must be false for an event signed with the test-mode endpoint's secret" }]);
+      expectError(await deliver("customer.created", { id: "cus_test_2" }, { secret: LIVE_SECRET }), 400, "invalid_event");
+      // A Stripe decline signed with the live secret but naming test mode gives no test card back.
+      const { key, card, issued } = await openCard(1000);
+      const auth = authorizationFor(issued, 900, { pending: true });
+      expect((await deliver("issuing_authorization.request", auth)).body).toEqual({ approved: true });
+      expectError(await deliver("issuing_authorization.created", { ...auth, approved: false, pending_request: null }, { secret: LIVE_SECRET }), 400, "invalid_event");
+      expect(await cardOf(key, card.id)).toMatchObject({ status: "USED" });
     });
 
     it("the raw body is verified byte for byte, whatever its content type; no API key is needed", async () => {
@@ -180,7 +190,7 @@ describe(`stripe webhooks (${dbKind})`, () => {
 
     it("a live-mode event never touches a test-mode card", async () => {
       const { key, card, issued } = await openCard(1000);
-      const res = await deliver("issuing_authorization.request", authorizationFor(issued, 100, { pending: true }), { livemode: true });
+      const res = await deliver("issuing_authorization.request", authorizationFor(issued, 100, { pending: true }), { livemode: true, secret: LIVE_SECRET });
       expect(res.body).toEqual({ approved: false });
       expect((await cardOf(key, card.id)).status).toBe("OPEN");
     });

@@ -1,6 +1,7 @@
 import { AppError, ProcessorEventLog, refundFailure, type Mode, type Services } from "@cardctl/api";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import Stripe from "stripe";
+import type { WebhookSecret } from "../config.js";
 import { sendError } from "./errors.js";
 import { parseStripeEvent, stripeVersionHeader, type EventIssue, type IssuingCardRef, type ParsedStripeEvent, type StripeEventEnvelope } from "./stripe-events.js";
 
@@ -11,8 +12,8 @@ type Outcome = "approved" | "declined" | "applied" | "ignored" | "too_early";
 
 /**
  * Stripe webhooks at POST /v1/webhooks/stripe, in an encapsulated plugin with its own body parser:
- * the signature is verified on the raw bytes against STRIPE_WEBHOOK_SECRET (comma-separated when
- * test and live mode have an endpoint each: each endpoint signs with its own secret). No API key (the auth hook
+ * the signature is verified on the raw bytes against each mode's endpoint's secrets (config's
+ * WebhookSecret: an event must be of the mode whose secret signed it). No API key (the auth hook
  * skips /v1/webhooks/), no rate limit (a 429 would decline real purchases).
  *
  * - issuing_authorization.request: Stripe's synchronous webhook; answered 200 with `{approved}`
@@ -31,23 +32,25 @@ type Outcome = "approved" | "declined" | "applied" | "ignored" | "too_early";
  * A signed payload is validated (stripe-events.ts) before anything uses it: a malformed event is
  * 400 invalid_event, whatever its type, the synchronous request event included.
  */
-export async function registerStripeWebhooks(app: FastifyInstance, services: Services, webhookSecrets: string[]) {
+export async function registerStripeWebhooks(app: FastifyInstance, services: Services, webhookSecrets: WebhookSecret[]) {
   const events = new ProcessorEventLog(services.deps.ds);
   await app.register(async (scope) => {
     scope.removeAllContentTypeParsers();
     scope.addContentTypeParser("*", { parseAs: "buffer" }, (_req, body, done) => done(null, body));
     scope.post(STRIPE_WEBHOOK_PATH, { config: { rateLimit: false } }, async (req, reply) => {
       if (webhookSecrets.length === 0)
-        return sendError(req, reply, new AppError(503, "processor_not_configured", "Stripe webhooks are not configured: set STRIPE_WEBHOOK_SECRET."));
+        return sendError(req, reply, new AppError(503, "processor_not_configured", "Stripe webhooks are not configured: set STRIPE_TEST_WEBHOOK_SECRET / STRIPE_LIVE_WEBHOOK_SECRET."));
       const raw = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
       const signature = req.headers["stripe-signature"];
       const invalidSignature = () =>
         sendError(req, reply, new AppError(400, "invalid_signature", "The Stripe-Signature header does not verify against this payload."));
       if (!signature) return invalidSignature();
       let payload: unknown;
-      for (const secret of webhookSecrets) {
+      let signedFor: WebhookSecret["mode"];
+      for (const { secret, mode } of webhookSecrets) {
         try {
           payload = Stripe.webhooks.constructEvent(raw, signature, secret);
+          signedFor = mode;
           break;
         } catch (err) {
           if (err instanceof Stripe.errors.StripeSignatureVerificationError) continue;
@@ -61,6 +64,9 @@ export async function registerStripeWebhooks(app: FastifyInstance, services: Ser
       // apply the card's default decline behaviour to a request event it cannot be told about.
       const parsed = parseStripeEvent(payload);
       if (!parsed.success) return invalidEvent(req, reply, parsed.issues);
+      // Signed by one mode's endpoint, an event of the other mode is refused: a test secret moves no live money.
+      if (signedFor && (parsed.value.event.livemode ? "live" : "test") !== signedFor)
+        return invalidEvent(req, reply, [{ path: "livemode", message: `must be ${signedFor === "live"} for an event signed with the ${signedFor}-mode endpoint's secret` }]);
       return handle(req, reply, parsed.value);
     });
   });
