@@ -718,3 +718,46 @@ describe(`stripe webhooks: malformed events (${dbKind})`, () => {
     expect(lines.some((l) => l.msg === "stripe webhook event invalid")).toBe(true);
   });
 });
+
+describe(`stripe webhooks: a hold canceled while its card is being made (${dbKind})`, () => {
+  let fake: FakeStripe;
+  let s: TestServer;
+  let onHold: ((cardId: string) => Promise<void>) | undefined;
+
+  beforeAll(async () => {
+    fake = await startFakeStripe("sk_test_fake");
+    s = await startServer(
+      { PROCESSOR: "stripe", STRIPE_TEST_SECRET_KEY: "sk_test_fake", STRIPE_API_BASE: fake.url, STRIPE_TEST_WEBHOOK_SECRET: SECRET },
+      { afterHold: async (cardId) => onHold?.(cardId) },
+    );
+  });
+  afterAll(async () => {
+    await s?.close();
+    await fake?.close();
+  });
+
+  const deliver = async (type: string, object: unknown) => {
+    const signed = signedEvent(type, object, { secret: SECRET });
+    const res = await fetch(`${s.url}/v1/webhooks/stripe`, { method: "POST", headers: { "content-type": "application/json", "stripe-signature": signed.signature }, body: signed.payload });
+    return { status: res.status, body: await res.json() };
+  };
+
+  it("is answered 409 event_too_early (Stripe redelivers it), and its redelivery closes the card once it is made", async () => {
+    const key = await (await s.newAccount()).key();
+    let canceled: unknown;
+    onHold = async (cardId) => {
+      const pi = [...fake.paymentIntents.values()].find((p) => p.metadata?.card_id === cardId)!;
+      canceled = { ...pi, status: "canceled" };
+      const early = await deliver("payment_intent.canceled", canceled);
+      expect(early.status).toBe(409);
+      expect(early.body.error.code).toBe("event_too_early");
+    };
+    const created = await s.request("POST", "/v1/cards", { key, body: { amount_cents: 800 } });
+    onHold = undefined;
+    expect(created.status).toBe(201);
+    expect(canceled).toBeDefined();
+    const again = await deliver("payment_intent.canceled", canceled);
+    expect(again).toMatchObject({ status: 200, body: { outcome: "applied" } });
+    expect((await s.request("GET", `/v1/cards/${created.body.id}`, { key })).body.status).toBe("CLOSED");
+  });
+});

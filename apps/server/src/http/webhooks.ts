@@ -185,6 +185,9 @@ export async function registerStripeWebhooks(app: FastifyInstance, services: Ser
         // A hold canceled at Stripe (it lapsed after about 7 days): the card must not take more.
         const pi = event.data.object;
         const card = await cards.findByProcessor({ mode, cardId: pi.metadata?.card_id });
+        // Its card still being made (its hold not recorded yet): redelivered once it is, else the
+        // card would open on a hold that is gone.
+        if (card?.status === "CREATING" && card.hold_id === null) return "too_early";
         if (!card || card.hold_id !== pi.id || card.hold_status !== "OPEN") return "ignored";
         await lifecycle.holdCanceled(card);
         return "applied";
