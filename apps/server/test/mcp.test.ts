@@ -114,7 +114,7 @@ describe(`MCP server (${processor}, ${dbKind})`, () => {
       expect(JSON.stringify(r)).not.toMatch(/ephemeral|ek_/);
 
       const got = await call(agent, "get_card", { id });
-      expect(got.structuredContent.card).toMatchObject({ id, status: "OPEN", amount_cents: 1250 });
+      expect(got.structuredContent.card).toMatchObject({ id, status: "OPEN", amount_cents: 1250, closed_at: null });
       expect(got.structuredContent.card.ephemeral_key_secret).toBeUndefined();
       const list = await call(agent, "list_cards", { status: "OPEN" });
       expect(list.structuredContent.data.map((c: { id: string }) => c.id)).toContain(id);
@@ -122,6 +122,7 @@ describe(`MCP server (${processor}, ${dbKind})`, () => {
       const closed = await call(agent, "close_card", { id });
       expect(closed.structuredContent).toMatchObject({ card_id: id, ok: true, status: "CLOSED" });
       expect((await s.request("GET", `/v1/cards/${id}`, { key: a.full })).body.status).toBe("CLOSED");
+      expect((await call(agent, "get_card", { id })).structuredContent.card).toMatchObject({ status: "CLOSED", closed_at: expect.any(String) });
     });
 
     it("answers a request that needs a human with the pending approval (202 path); the human approves over MCP", async () => {
@@ -194,6 +195,9 @@ describe(`MCP server (${processor}, ${dbKind})`, () => {
         expect(PAN_LIKE.test(JSON.stringify(r))).toBe(false);
         const { reveal, ephemeral_key_secret } = r.structuredContent;
         expect(reveal.headers.Authorization).toBe(`Bearer ${ephemeral_key_secret}`);
+        // In the text too: a client may hand the model only the content.
+        expect(text(r)).toContain(ephemeral_key_secret);
+        expect(text(r)).toContain(JSON.stringify(reveal.url));
         // The client reads the card from the processor itself (PUBLIC_URL stands for this server).
         const url = (reveal.url as string).replace("http://cardctl.test", s.url);
         expect(url).toMatch(/expand\[\]=number/);

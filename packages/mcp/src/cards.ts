@@ -12,7 +12,7 @@ const PROGRESS_MS = 2000;
 
 /** A card as the tools show it: never the ephemeral key (reveal_card is the one way to the number). */
 export function publicCard(card: CardDetail | CardCreated | Card): Card | CardCreated {
-  const { ephemeral_key_secret: _key, reveal: _reveal, processor_card_id: _pid, closed_at: _closed, ...rest } = card as CardDetail;
+  const { ephemeral_key_secret: _key, reveal: _reveal, processor_card_id: _pid, ...rest } = card as CardDetail;
   return rest;
 }
 

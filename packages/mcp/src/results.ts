@@ -1,9 +1,16 @@
 import { CardctlError, formatMoney, PaymentDeclinedError, PolicyViolationError, SetupRequiredError } from "@cardctl/sdk";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 
-/** A tool's answer: the object as structured content, and a short sentence for the model. */
+/**
+ * A tool's answer: a short sentence for the model, and the object as structured content and, as
+ * the MCP spec asks of a tool with structured content, as JSON text too: many clients hand the
+ * model only `content` (reveal_card's key and URL would not reach it).
+ */
 export const ok = (text: string, data: object): CallToolResult => ({
-  content: [{ type: "text", text }],
+  content: [
+    { type: "text", text },
+    { type: "text", text: JSON.stringify(data) },
+  ],
   structuredContent: data as Record<string, unknown>,
 });
 
