@@ -257,6 +257,9 @@ describe(`MCP server (${processor}, ${dbKind})`, () => {
     expect(body.error).toMatchObject({ code: "unauthorized", request_id: none.headers.get("request-id") });
     const bad = await fetch(`${s.url}/mcp`, { method: "POST", headers: { ...headers, authorization: "Bearer sk_test_nope" }, body: JSON.stringify(init) });
     expect(bad.status).toBe(401);
+    // A page of another site (it sends an Origin) is refused, the key notwithstanding (DNS rebinding).
+    const fromPage = await s.request("POST", "/mcp", { body: { jsonrpc: "2.0", id: 1, method: "ping" }, headers: { origin: "http://evil.example", accept: "application/json, text/event-stream" } });
+    expectError(fromPage, 403, "forbidden");
     for (const method of ["GET", "DELETE"]) {
       const res = await s.request(method, "/mcp");
       const err = expectError(res, 405, "method_not_allowed");

@@ -12,7 +12,12 @@ import { sendError } from "./errors.js";
  * the processor URL only: no card number passes through the service.
  */
 export function registerMcp(app: FastifyInstance, publicUrl: string) {
+  const ownOrigin = new URL(publicUrl).origin;
   app.post("/mcp", { config: { rateLimit: false } }, async (req, reply) => {
+    // The transport spec's rule: a request a web page sent (it has an Origin) from another site is refused.
+    const origin = req.headers.origin;
+    if (origin !== undefined && origin !== ownOrigin)
+      return refuse(req, reply, new AppError(403, "forbidden", `Origin ${origin} may not call /mcp: only this server's own (${ownOrigin}), or a client sending no Origin.`));
     const apiKey = bearer(req);
     if (!apiKey) return refuse(req, reply, new AppError(401, "unauthorized", "Send your API key as 'Authorization: Bearer <API_KEY>'."));
     let opened: Awaited<ReturnType<typeof createCardctlMcpServer>>;
