@@ -107,10 +107,12 @@ describe("approvals watch (scripted stdin)", () => {
   });
 
   it("reports failures and exits 1", async () => {
-    const r = await run(["approvals", "watch"], { env, input: "approve appr_nope\nfrobnicate\n" });
+    const r = await run(["approvals", "watch"], { env, input: "approve appr_nope\nfrobnicate\napprove #99\n" });
     expect(r.code).toBe(1);
     expect(r.stdout).toMatch(/^error appr_nope not_found: .*\(request id req_\w+\)$/m);
     expect(r.stdout).toContain('error unknown command "frobnicate"');
+    // A number past the list is told at once, not sent to the API as an id.
+    expect(r.stdout).toMatch(/^error no request #99 in the list \(it has \d+; "list" shows them numbered\)$/m);
   });
 
   it("notices requests decided elsewhere", async () => {

@@ -83,10 +83,11 @@ async function scripted(ctx: Ctx, interval: number): Promise<void> {
     if (printAll) order = list.map((a) => a.id);
   };
 
+  /** An approval id, or #N of the last list (null: no such number). */
   const resolveId = (ref: string | undefined) => {
     if (!ref) return undefined;
     const m = /^#?(\d+)$/.exec(ref);
-    if (m && !ref.startsWith("appr_")) return order[Number(m[1]) - 1] ?? ref;
+    if (m) return order[Number(m[1]) - 1] ?? null;
     return ref;
   };
 
@@ -94,6 +95,8 @@ async function scripted(ctx: Ctx, interval: number): Promise<void> {
     const [verb, ref, ...rest] = line.trim().split(/\s+/);
     if (!verb || verb.startsWith("#")) return true;
     const id = resolveId(ref);
+    if (id === null && ["approve", "a", "reject", "r"].includes(verb.toLowerCase()))
+      return usage(`no request #${ref!.replace(/^#/, "")} in the list (it has ${order.length}; "list" shows them numbered)`), true;
     switch (verb.toLowerCase()) {
       case "quit":
       case "q":
