@@ -413,6 +413,23 @@ describe(`stripe webhooks (${dbKind})`, () => {
       expect((await deliver("refund.failed", { ...topUp, status: "failed" })).body.outcome).toBe("ignored");
     });
 
+    it("a capture below Stripe's minimum whose refund of the difference fails later: the capture needs an operator (the customer paid the minimum)", async () => {
+      const { account, key, card, issued, pi } = await openCard(30);
+      const auth = authorizationFor(issued, 30, { pending: true });
+      expect((await deliver("issuing_authorization.request", auth)).body).toEqual({ approved: true });
+      await deliver("issuing_transaction.created", { ...captureTransactionFor(issued, 30), authorization: auth.id });
+      expect(pi).toMatchObject({ amount_received: 50 });
+      const topUp = [...fake.refunds.values()].find((r) => r.payment_intent === pi.id)!;
+      expect(topUp).toMatchObject({ amount: 20 });
+      expect(topUp.metadata?.request).toMatch(/^pay_\w+:hold_capture:refund$/);
+      expect((await deliver("refund.failed", { ...topUp, status: "failed", failure_reason: "expired_or_canceled_card" })).body.outcome).toBe("applied");
+      const [listed] = (await s.admin("GET", `/payments?status=attention&account_id=${account.id}`)).body.data;
+      expect(listed).toMatchObject({ card_id: card.id, kind: "hold_capture", amount_cents: 30, status: "attention" });
+      expect(listed.last_error).toMatch(/minimum charge took beyond 30 cents failed/);
+      const announced = (await s.request("GET", "/v1/events?type=processor.attention_needed", { key })).body.data;
+      expect(announced.map((e: any) => e.data.object.id)).toContain(listed.id);
+    });
+
     it("a refund Stripe answers failed at once: its payment needs an operator at once, announced, not retried", async () => {
       const { account, key, card, issued, pi } = await openCard(1000);
       const auth = authorizationFor(issued, 800, { pending: true });

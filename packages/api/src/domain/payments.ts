@@ -187,15 +187,20 @@ export class PaymentQueue {
 
   /**
    * A refund the processor reported failed after accepting it (Stripe's refund.failed), named by
-   * the idempotency key it was made under: that refund payment needs an operator. `too_early`
-   * while our own attempt at it has not concluded (the processor redelivers the news); `ignored`
-   * for any other key (not ours, or the processor-side top-up of a charge below its minimum).
+   * the idempotency key it was made under: that refund payment needs an operator; so does a
+   * capture or charge below the processor's minimum whose refund of the difference failed (the
+   * customer paid the minimum: key `<its key>:refund`). `too_early` while our own attempt at the
+   * payment has not concluded (the processor redelivers the news); `ignored` for any other key.
    */
   async refundFailed(mode: Payment["mode"], key: string, error: string): Promise<"applied" | "ignored" | "too_early"> {
-    const payment = await this.repo.findOneBy({ id: key.split(":")[0], mode, kind: "refund" });
-    if (!payment || processorKey(payment) !== key || (payment.status !== "pending" && payment.status !== "succeeded")) return "ignored";
+    const payment = await this.repo.findOneBy({ id: key.split(":")[0], mode });
+    if (!payment || (payment.status !== "pending" && payment.status !== "succeeded")) return "ignored";
+    const ownRefund = payment.kind === "refund" && key === processorKey(payment);
+    const minimumTopUp = payment.kind !== "refund" && key === `${processorKey(payment)}:refund`;
+    if (!ownRefund && !minimumTopUp) return "ignored";
     if (payment.status === "pending") return "too_early";
-    const outcome = { status: "attention" as const, last_error: error.slice(0, 500), updated_at: Date.now() };
+    const why = minimumTopUp ? `the refund of what the processor's minimum charge took beyond ${payment.amount_cents} cents failed: ${error}` : error;
+    const outcome = { status: "attention" as const, last_error: why.slice(0, 500), updated_at: Date.now() };
     return (await this.conclude(payment, outcome, "succeeded")) ? "applied" : "ignored";
   }
 
