@@ -119,7 +119,7 @@ export async function registerStripeWebhooks(app: FastifyInstance, services: Ser
         // stops a second one, the card's use rolled back with it): a repeat, or an increment of it,
         // approved only while its card's hold is still in force (stillApproved).
         const decided = await lifecycle.authorize(card, { amountCents: amount, merchant: auth.merchant_data ?? undefined, processorAuthorizationId: auth.id });
-        return (await lifecycle.stillApproved(decided, amount)) ? "approved" : "declined";
+        return (await lifecycle.stillApproved(decided, card, amount)) ? "approved" : "declined";
       }
       case "issuing_authorization.created": {
         // Stripe's final answer. A decline after we approved: nothing will settle, the card is given back.

@@ -220,11 +220,11 @@ export class CardLifecycle {
    * increment: a tip, a fuel pump's final amount). A decline stays one. An approval stands only
    * while nothing gave its card back since: pending on a hold still in force (a verification:
    * while the card may take one), whatever the amount was approved for; a higher total is
-   * approved within the card's hold, and recorded.
+   * approved within the card's hold, and recorded. `card`: the card as read before the decision
+   * (a fresh approval needs its hold in force, so it stands without another read).
    */
-  async stillApproved(auth: Authorization, amountCents: number): Promise<boolean> {
+  async stillApproved(auth: Authorization, card: Card, amountCents: number): Promise<boolean> {
     if (!auth.approved) return false;
-    const card = (await this.cards.findOneBy({ id: auth.card_id }))!;
     if (auth.amount_cents === 0 && amountCents === 0) return declineReason(card, 0, Date.now()) === null;
     if (auth.status !== "pending" || card.hold_status !== "OPEN") return false;
     if (amountCents <= auth.amount_cents) return true;
