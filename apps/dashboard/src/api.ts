@@ -100,14 +100,10 @@ async function withCurrentCsrf(send: () => Promise<Response>): Promise<Response>
   const before = queryClient.getQueryData<Session | null>(["session"]);
   const now = await fetch("/auth/session", { credentials: "same-origin" }).catch(() => null);
   if (!now?.ok) return res;
-  const session = (await now.json()) as Session;
-  if (session.owner.id !== before?.owner.id) {
-    remember(session);
-    void queryClient.resetQueries({ predicate: (q) => q.queryKey[0] !== "session" });
-    return res;
-  }
-  remember(session);
-  return send();
+  const session = remember((await now.json()) as Session);
+  if (session.owner.id === before?.owner.id) return send();
+  void queryClient.resetQueries({ predicate: (q) => q.queryKey[0] !== "session" });
+  return res;
 }
 
 /** The same tRPC router agents use, on the owner's session (the cookie goes along: same origin). */
