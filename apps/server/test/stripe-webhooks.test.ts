@@ -430,6 +430,27 @@ describe(`stripe webhooks (${dbKind})`, () => {
       expect(announced.map((e: any) => e.data.object.id)).toContain(listed.id);
     });
 
+    it("a capture below Stripe's minimum whose refund of the difference Stripe answers failed at once: the capture needs an operator, and is not asked again", async () => {
+      const { account, key, card, issued, pi } = await openCard(30);
+      const auth = authorizationFor(issued, 30, { pending: true });
+      expect((await deliver("issuing_authorization.request", auth)).body).toEqual({ approved: true });
+      fake.failRefunds("expired_or_canceled_card");
+      expect((await deliver("issuing_transaction.created", { ...captureTransactionFor(issued, 30), authorization: auth.id })).status).toBe(200);
+      expect(pi).toMatchObject({ amount_received: 50 });
+      expect(fake.refunded(pi.id)).toBe(0);
+      const [listed] = (await s.admin("GET", `/payments?status=attention&account_id=${account.id}`)).body.data;
+      expect(listed).toMatchObject({ card_id: card.id, kind: "hold_capture", amount_cents: 30, status: "attention" });
+      expect(listed.last_error).toMatch(/minimum charge took beyond 30 cents failed: Stripe refund re_\w+ failed \(expired_or_canceled_card\)$/);
+      const announced = (await s.request("GET", "/v1/events?type=processor.attention_needed", { key })).body.data;
+      expect(announced.map((e: any) => e.data.object.id)).toContain(listed.id);
+      // The card's spend stands at what was bought; the queue leaves the payment to the operator.
+      expect(await cardOf(key, card.id)).toMatchObject({ spent_cents: 30 });
+      const calls = fake.calls("/v1/refunds", "POST").length;
+      await s.query("UPDATE payments SET next_attempt_at = 0 WHERE card_id = ?", [card.id]);
+      await s.app.services.maintenance.run();
+      expect(fake.calls("/v1/refunds", "POST")).toHaveLength(calls);
+    });
+
     it("a refund Stripe answers failed at once: its payment needs an operator at once, announced, not retried", async () => {
       const { account, key, card, issued, pi } = await openCard(1000);
       const auth = authorizationFor(issued, 800, { pending: true });

@@ -1,7 +1,7 @@
 import { In, LessThan } from "typeorm";
 import { CardEntity, PaymentEntity, type Card, type Payment } from "../db/entities.js";
 import { fastRepository, runSql, type Statement } from "../db/fast.js";
-import { HoldUnavailableError, PaymentDeclinedError, RefundFailedError } from "../processor/types.js";
+import { excessRefundKey, HoldUnavailableError, PaymentDeclinedError, RefundFailedError, type Collected } from "../processor/types.js";
 import type { AccountService } from "./accounts.js";
 import { backoffMs, MAX_ATTEMPTS } from "./backoff.js";
 import type { Deps } from "./deps.js";
@@ -13,6 +13,10 @@ import { operatorPaymentView } from "./views.js";
 
 /** One key per payment and kind: a capture that became a charge calls another endpoint with other parameters. */
 const processorKey = (payment: Payment) => `${payment.id}:${payment.kind}`;
+
+/** Why a capture or charge needs an operator when the refund of what the processor's minimum charge took beyond it failed: the customer paid the minimum. */
+const excessRefundFailed = (payment: Payment, error: string) =>
+  `the refund of what the processor's minimum charge took beyond ${payment.amount_cents} cents failed: ${error}`.slice(0, 500);
 
 /** A payment row to insert with the transaction that causes it (runAtomically). */
 export type NewPayment = Pick<Payment, "kind" | "amount_cents" | "refund_of">;
@@ -116,9 +120,15 @@ export class PaymentQueue {
     try {
       const done = await this.carryOut(payment, card);
       if (done === null) return this.later(payment, "waiting for the payment it refunds");
+      const { excessRefundFailure, ...made } = done;
+      if (excessRefundFailure) {
+        // The money moved, but more than the payment's amount of it: an operator gives the rest back.
+        await this.conclude(payment, { ...made, status: "attention", lease_until: null, next_attempt_at: null, last_error: excessRefundFailed(payment, excessRefundFailure), updated_at: Date.now() });
+        return false;
+      }
       await this.repo.update(
         { id, status: "pending" },
-        { ...done, lease_until: null, next_attempt_at: null, last_error: null, updated_at: Date.now() },
+        { ...made, lease_until: null, next_attempt_at: null, last_error: null, updated_at: Date.now() },
       );
       return true;
     } catch (err) {
@@ -146,7 +156,7 @@ export class PaymentQueue {
    * that much of what the account owes. A hold captured for 0 (its capture was netted whole by an
    * earlier refund) is released.
    */
-  private async carryOut(payment: Payment, card: Card): Promise<Pick<Payment, "status" | "processor_payment_id"> | null> {
+  private async carryOut(payment: Payment, card: Card): Promise<(Pick<Payment, "status" | "processor_payment_id"> & Collected) | null> {
     const source = payment.kind === "refund" ? await this.repo.findOneBy({ id: payment.refund_of! }) : null;
     if (source?.status === "uncollected") return { status: "waived", processor_payment_id: null };
     if (payment.kind === "refund" && source?.status !== "succeeded") return null;
@@ -155,15 +165,19 @@ export class PaymentQueue {
     const timeout = this.deps.config.processorTimeoutMs;
     const key = processorKey(payment);
     switch (payment.kind) {
-      case "hold_capture":
-        if (payment.amount_cents === 0) await callProcessor("cancel", timeout, () => processor.cancelHold(pa, card.hold_id!, key));
-        else await callProcessor("capture", timeout, () => processor.captureHold(pa, card.hold_id!, payment.amount_cents, key));
-        return { status: "succeeded", processor_payment_id: card.hold_id! };
+      case "hold_capture": {
+        if (payment.amount_cents === 0) {
+          await callProcessor("cancel", timeout, () => processor.cancelHold(pa, card.hold_id!, key));
+          return { status: "succeeded", processor_payment_id: card.hold_id! };
+        }
+        const collected = await callProcessor("capture", timeout, () => processor.captureHold(pa, card.hold_id!, payment.amount_cents, key));
+        return { ...collected, status: "succeeded", processor_payment_id: card.hold_id! };
+      }
       case "charge": {
-        const { paymentId } = await callProcessor("charge", timeout, () =>
+        const { paymentId, ...collected } = await callProcessor("charge", timeout, () =>
           processor.chargeOffSession(pa, payment.amount_cents, { ...cardRefs(card), paymentId: payment.id }, key),
         );
-        return { status: "succeeded", processor_payment_id: paymentId };
+        return { ...collected, status: "succeeded", processor_payment_id: paymentId };
       }
       case "refund":
         await callProcessor("refund", timeout, () => processor.refund(pa, source!.processor_payment_id!, payment.amount_cents, key));
@@ -196,11 +210,10 @@ export class PaymentQueue {
     const payment = await this.repo.findOneBy({ id: key.split(":")[0], mode });
     if (!payment || (payment.status !== "pending" && payment.status !== "succeeded")) return "ignored";
     const ownRefund = payment.kind === "refund" && key === processorKey(payment);
-    const minimumTopUp = payment.kind !== "refund" && key === `${processorKey(payment)}:refund`;
+    const minimumTopUp = payment.kind !== "refund" && key === excessRefundKey(processorKey(payment));
     if (!ownRefund && !minimumTopUp) return "ignored";
     if (payment.status === "pending") return "too_early";
-    const why = minimumTopUp ? `the refund of what the processor's minimum charge took beyond ${payment.amount_cents} cents failed: ${error}` : error;
-    const outcome = { status: "attention" as const, last_error: why.slice(0, 500), updated_at: Date.now() };
+    const outcome = { status: "attention" as const, last_error: minimumTopUp ? excessRefundFailed(payment, error) : error.slice(0, 500), updated_at: Date.now() };
     return (await this.conclude(payment, outcome, "succeeded")) ? "applied" : "ignored";
   }
 

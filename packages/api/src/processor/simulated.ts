@@ -106,9 +106,12 @@ export class SimulatedProcessor implements Processor {
       `UPDATE sim_holds SET status = 'captured', captured_cents = ? WHERE id = ? AND status = 'requires_capture' AND amount_cents >= ?`,
       [amountCents, holdId, amountCents],
     );
-    if ((res.affected ?? 0) === 1) return this.answer("capture");
+    if ((res.affected ?? 0) === 1) {
+      this.answer("capture");
+      return {};
+    }
     const [hold] = await queryRows(this.ds, `SELECT status, amount_cents FROM sim_holds WHERE id = ?`, [holdId]);
-    if (hold?.status === "captured") return; // captured before: a hold captures once
+    if (hold?.status === "captured") return {}; // captured before: a hold captures once
     if (hold?.status === "canceled") throw new HoldUnavailableError(holdId);
     throw new ProcessorError(`Cannot capture ${amountCents} of hold ${holdId} (${hold ? `${hold.status}, ${hold.amount_cents}` : "unknown"}).`, "capture");
   }

@@ -8,6 +8,7 @@ import { randomToken } from "../domain/ids.js";
 import { sha256 } from "../domain/secrets.js";
 import {
   AccountSetupError,
+  excessRefundKey,
   formatExpiration,
   HoldUnavailableError,
   PaymentDeclinedError,
@@ -16,6 +17,7 @@ import {
   SetupIntentError,
   type BrowserSetup,
   type CardRefs,
+  type Collected,
   type MintedCard,
   type Processor,
   type ProcessorAccount,
@@ -571,7 +573,7 @@ export class StripeProcessor implements Processor {
     } catch (err) {
       if (!(isUnexpectedState(err) && (await this.call("capture", captured)))) throw toProcessorError("capture", err);
     }
-    if (capture > amountCents) await this.refundOnce("capture", holdId, capture - amountCents, `${idempotencyKey}:refund`, "below_stripe_minimum_charge");
+    return capture > amountCents ? this.refundExcess("capture", holdId, capture - amountCents, idempotencyKey) : {};
   }
 
   // --- money beyond the hold, and money back ---
@@ -604,8 +606,14 @@ export class StripeProcessor implements Processor {
       const e = pi.last_payment_error;
       throw new PaymentDeclinedError(e?.decline_code || e?.code || (pi.status === "requires_action" ? "authentication_required" : "card_declined"));
     }
-    if (amount > amountCents) await this.refundOnce("charge", pi.id, amount - amountCents, `${idempotencyKey}:refund`, "below_stripe_minimum_charge");
-    return { paymentId: pi.id };
+    const collected = amount > amountCents ? await this.refundExcess("charge", pi.id, amount - amountCents, idempotencyKey) : {};
+    return { ...collected, paymentId: pi.id };
+  }
+
+  /** Refunds what Stripe's minimum charge took beyond the payment made under `key`; a refund failed at once is reported, not thrown (the money moved). */
+  private async refundExcess(step: string, paymentIntent: string, excess: number, key: string): Promise<Collected> {
+    const failure = refundFailure(await this.refundOnce(step, paymentIntent, excess, excessRefundKey(key), "below_stripe_minimum_charge"));
+    return failure ? { excessRefundFailure: failure } : {};
   }
 
   async refund(account: ProcessorAccount, paymentId: string, amountCents: number, idempotencyKey: string) {

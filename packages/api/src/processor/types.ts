@@ -20,6 +20,17 @@ export interface RevealEndpoint {
   apiVersion: string | null;
 }
 
+/**
+ * What a capture or charge left beyond the money moved: `excessRefundFailure` when the processor
+ * took more than asked (its minimum charge) and its refund of the difference failed at once.
+ */
+export interface Collected {
+  excessRefundFailure?: string;
+}
+
+/** The idempotency key of the refund of what a processor's minimum charge took beyond the amount of the payment made under `key`. */
+export const excessRefundKey = (key: string) => `${key}:refund`;
+
 /** A card's expiry as MintedCard has it: MM/YY. */
 export const formatExpiration = (month: number, year: number) => `${String(month).padStart(2, "0")}/${String(year % 100).padStart(2, "0")}`;
 
@@ -48,7 +59,7 @@ export interface Processor {
    * Captures `amountCents` of the hold and releases the rest; a hold captures once. Throws
    * HoldUnavailableError when the processor has canceled the hold (it lapsed) before.
    */
-  captureHold(account: ProcessorAccount, holdId: string, amountCents: number, idempotencyKey: string): Promise<void>;
+  captureHold(account: ProcessorAccount, holdId: string, amountCents: number, idempotencyKey: string): Promise<Collected>;
   /** The processor's card minted for our card, whatever key made it, by reading (as findHold); null when there is none. */
   findCard(account: ProcessorAccount, refs: CardRefs): Promise<MintedCard | null>;
   mintCard(
@@ -65,7 +76,7 @@ export interface Processor {
     amountCents: number,
     refs: CardRefs & { paymentId: string },
     idempotencyKey: string,
-  ): Promise<{ paymentId: string }>;
+  ): Promise<Collected & { paymentId: string }>;
   /** Gives money back through a payment (a captured hold or a charge); at most what it collected. */
   refund(account: ProcessorAccount, paymentId: string, amountCents: number, idempotencyKey: string): Promise<void>;
   /** Deactivates the card for good; idempotent. */
