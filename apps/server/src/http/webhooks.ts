@@ -65,7 +65,7 @@ export async function registerStripeWebhooks(app: FastifyInstance, services: Ser
       const parsed = parseStripeEvent(payload);
       if (!parsed.success) return invalidEvent(req, reply, parsed.issues);
       // Signed by one mode's endpoint, an event of the other mode is refused: a test secret moves no live money.
-      if (signedFor && (parsed.value.event.livemode ? "live" : "test") !== signedFor)
+      if (signedFor && modeOf(parsed.value.event) !== signedFor)
         return invalidEvent(req, reply, [{ path: "livemode", message: `must be ${signedFor === "live"} for an event signed with the ${signedFor}-mode endpoint's secret` }]);
       return handle(req, reply, parsed.value);
     });
@@ -104,7 +104,7 @@ export async function registerStripeWebhooks(app: FastifyInstance, services: Ser
   async function apply(parsed: ParsedStripeEvent): Promise<Outcome> {
     if (!parsed.handled) return "ignored";
     const { event } = parsed;
-    const mode: Mode = event.livemode ? "live" : "test";
+    const mode = modeOf(event);
     const { cards, lifecycle } = services;
     switch (event.type) {
       case "issuing_authorization.request": {
@@ -217,3 +217,6 @@ function answerAuthorization(reply: FastifyReply, event: StripeEventEnvelope, ap
     .type("application/json")
     .send({ approved });
 }
+
+/** The mode of our account an event is about: a live-mode event moves live money. */
+const modeOf = (event: { livemode: boolean }): Mode => (event.livemode ? "live" : "test");
