@@ -257,6 +257,19 @@ describe(`errors and envelopes (${dbKind})`, () => {
       const key = expectError(await s.admin("POST", "/accounts/acct_x/keys", { mode: "prod" }), 400, "validation_error");
       expect(key.details.issues).toEqual([{ path: "mode", message: "mode must be one of test, live" }]);
     });
+
+    it("a field named like a path parameter is refused, not overridden by the path: the card stays as it was", async () => {
+      const mine = (await s.request("POST", "/v1/cards", { body: { amount_cents: 300 } })).body;
+      const other = (await s.request("POST", "/v1/cards", { body: { amount_cents: 300 } })).body;
+      const issues = [{ path: "id", message: "id is given by the path, not a field of the request" }];
+      const close = expectError(await s.request("POST", `/v1/cards/${mine.id}/close`, { body: { id: other.id } }), 400, "validation_error");
+      expect(close.details.issues).toEqual(issues);
+      expect(close.message).toBe(`Invalid request: ${issues[0]!.message}.`);
+      expectError(await s.request("POST", `/v1/cards/${mine.id}/close`, { body: { id: mine.id } }), 400, "validation_error");
+      expect(expectError(await s.request("GET", `/v1/cards/${mine.id}?id=${other.id}`), 400, "validation_error").details.issues).toEqual(issues);
+      for (const card of [mine, other]) expect((await s.request("GET", `/v1/cards/${card.id}`)).body.status).toBe("OPEN");
+      expect((await s.request("POST", `/v1/cards/${mine.id}/close`)).body).toEqual({ ok: true, status: "CLOSED" });
+    });
   });
 
   describe("error bodies carry nothing but the envelope", () => {

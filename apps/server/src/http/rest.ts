@@ -1,4 +1,4 @@
-import { responseStatus, type Context } from "@cardctl/api";
+import { responseStatus, validationError, type Context } from "@cardctl/api";
 import { callTRPCProcedure, getTRPCErrorFromUnknown, getTRPCErrorShape, type AnyRouter, type TRPCProcedureType } from "@trpc/server";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import {
@@ -29,7 +29,7 @@ const queryInput = (req: FastifyRequest) => getQuery(req as never, undefined as 
  * parsed the URL, tried each procedure's path pattern, unwrapped the input schema and switched on
  * coercion of its query fields (coerceSchema, now once per procedure), and built a caller proxy.
  * Per request only this is left: the input (the query for GET, the JSON body otherwise, with the
- * path parameters over it), the procedure call, and its status from the context (`answer`).
+ * path parameters beside it), the procedure call, and its status from the context (`answer`).
  */
 export function registerRest(app: FastifyInstance, prefix: string, router: AnyRouter, createContext: ContextFactory) {
   forEachOpenApiProcedure(router._def.procedures, ({ path, procedure, meta: { openapi } }) => {
@@ -38,16 +38,21 @@ export function registerRest(app: FastifyInstance, prefix: string, router: AnyRo
     const takesInput = !instanceofZodTypeLikeVoid(schema);
     if (instanceofZodTypeObject(schema)) coerceSchema(schema);
     const withBody = acceptsRequestBody(openapi.method);
+    const pathParams = [...openapi.path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]!);
     app.route({
       method: openapi.method,
       url: prefix + normalizePath(openapi.path).replace(/\{(\w+)\}/g, ":$1"),
       // HEAD is no alias of GET here: reading a card makes an ephemeral key.
       exposeHeadRoute: false,
       handler: async (req, reply) => {
-        const input = takesInput
-          ? { ...(withBody ? (req.body as object | undefined) : queryInput(req)), ...(req.params as object) }
-          : undefined;
-        return answer(reply, { router, path, type, ctx: createContext(req), getRawInput: async () => input });
+        const fields = takesInput ? ((withBody ? req.body : queryInput(req)) as object | undefined) : undefined;
+        const ctx = createContext(req);
+        // A field named like a path parameter would be overridden by the path: refused, not ignored.
+        const inPath = fields ? pathParams.filter((name) => Object.hasOwn(fields, name)) : [];
+        if (inPath.length > 0)
+          return answerError(reply, { router, path, type, ctx }, validationError(inPath.map((name) => ({ path: name, message: `${name} is given by the path, not a field of the request` }))));
+        const input = takesInput ? { ...fields, ...(req.params as object) } : undefined;
+        return answer(reply, { router, path, type, ctx, getRawInput: async () => input });
       },
     });
   });
