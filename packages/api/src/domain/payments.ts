@@ -16,7 +16,7 @@ const processorKey = (payment: Payment) => `${payment.id}:${payment.kind}`;
 
 /** Why a capture or charge needs an operator when the refund of what the processor's minimum charge took beyond it failed: the customer paid the minimum. */
 const excessRefundFailed = (payment: Payment, error: string) =>
-  `the refund of what the processor's minimum charge took beyond ${payment.amount_cents} cents failed: ${error}`.slice(0, 500);
+  `the refund of what the processor's minimum charge took beyond ${payment.amount_cents} cents failed: ${error}`;
 
 /** A payment row to insert with the transaction that causes it (runAtomically). */
 export type NewPayment = Pick<Payment, "kind" | "amount_cents" | "refund_of">;
@@ -123,8 +123,7 @@ export class PaymentQueue {
       const { excessRefundFailure, ...made } = done;
       if (excessRefundFailure) {
         // The money moved, but more than the payment's amount of it: an operator gives the rest back.
-        await this.conclude(payment, { ...made, status: "attention", lease_until: null, next_attempt_at: null, last_error: excessRefundFailed(payment, excessRefundFailure), updated_at: Date.now() });
-        return false;
+        return this.stop(payment, "attention", excessRefundFailed(payment, excessRefundFailure), made);
       }
       await this.repo.update(
         { id, status: "pending" },
@@ -137,15 +136,9 @@ export class PaymentQueue {
         await this.repo.update({ id, status: "pending" }, { kind: "charge", processor_payment_id: null, lease_until: null, next_attempt_at: Date.now(), updated_at: Date.now() });
         return this.attempt(id);
       }
-      if (err instanceof PaymentDeclinedError && payment.kind === "charge") {
-        await this.conclude(payment, { status: "uncollected", lease_until: null, next_attempt_at: null, last_error: err.message.slice(0, 500), updated_at: Date.now() });
-        return false;
-      }
-      if (err instanceof RefundFailedError) {
-        // Asking again under its key answers the same: the customer's money back needs an operator.
-        await this.conclude(payment, { status: "attention", lease_until: null, next_attempt_at: null, last_error: err.message.slice(0, 500), updated_at: Date.now() });
-        return false;
-      }
+      if (err instanceof PaymentDeclinedError && payment.kind === "charge") return this.stop(payment, "uncollected", err.message);
+      // Asking again under its key answers the same: the customer's money back needs an operator.
+      if (err instanceof RefundFailedError) return this.stop(payment, "attention", err.message);
       return this.later(payment, err instanceof Error ? err.message : String(err));
     }
   }
@@ -185,6 +178,12 @@ export class PaymentQueue {
     }
   }
 
+  /** Ends a payment's attempts in `status`, with why (and what the last attempt `made`, if anything). */
+  private async stop(payment: Payment, status: "uncollected" | "attention", error: string, made: Partial<Payment> = {}): Promise<boolean> {
+    await this.conclude(payment, { ...made, status, lease_until: null, next_attempt_at: null, last_error: error.slice(0, 500), updated_at: Date.now() });
+    return false;
+  }
+
   /** A failed attempt: the next one after a backoff, or attention after too many. */
   private async later(payment: Payment, error: string): Promise<boolean> {
     const attempts = payment.attempts;
@@ -213,7 +212,7 @@ export class PaymentQueue {
     const minimumTopUp = payment.kind !== "refund" && key === excessRefundKey(processorKey(payment));
     if (!ownRefund && !minimumTopUp) return "ignored";
     if (payment.status === "pending") return "too_early";
-    const outcome = { status: "attention" as const, last_error: minimumTopUp ? excessRefundFailed(payment, error) : error.slice(0, 500), updated_at: Date.now() };
+    const outcome = { status: "attention" as const, last_error: (minimumTopUp ? excessRefundFailed(payment, error) : error).slice(0, 500), updated_at: Date.now() };
     return (await this.conclude(payment, outcome, "succeeded")) ? "applied" : "ignored";
   }
 
