@@ -15,6 +15,9 @@ import {
 
 export type ContextFactory = (req: FastifyRequest) => Context;
 
+/** A path parameter of an OpenAPI path (`{id}`). */
+const PATH_PARAM = /\{(\w+)\}/g;
+
 /**
  * Query values read by trpc-to-openapi's own getQuery, from the query Fastify parsed (it reads the
  * URL only when there is none): a repeated key stays an array, an empty value is left out (so
@@ -38,18 +41,18 @@ export function registerRest(app: FastifyInstance, prefix: string, router: AnyRo
     const takesInput = !instanceofZodTypeLikeVoid(schema);
     if (instanceofZodTypeObject(schema)) coerceSchema(schema);
     const withBody = acceptsRequestBody(openapi.method);
-    const pathParams = [...openapi.path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]!);
+    const pathParams = [...openapi.path.matchAll(PATH_PARAM)].map((m) => m[1]!);
     app.route({
       method: openapi.method,
-      url: prefix + normalizePath(openapi.path).replace(/\{(\w+)\}/g, ":$1"),
+      url: prefix + normalizePath(openapi.path).replace(PATH_PARAM, ":$1"),
       // HEAD is no alias of GET here: reading a card makes an ephemeral key.
       exposeHeadRoute: false,
       handler: async (req, reply) => {
         const fields = takesInput ? ((withBody ? req.body : queryInput(req)) as object | undefined) : undefined;
         const ctx = createContext(req);
         // A field named like a path parameter would be overridden by the path: refused, not ignored.
-        const inPath = fields ? pathParams.filter((name) => Object.hasOwn(fields, name)) : [];
-        if (inPath.length > 0)
+        const inPath = pathParams.length > 0 && fields ? pathParams.filter((name) => Object.hasOwn(fields, name)) : null;
+        if (inPath?.length)
           return answerError(reply, { router, path, type, ctx }, validationError(inPath.map((name) => ({ path: name, message: `${name} is given by the path, not a field of the request` }))));
         const input = takesInput ? { ...fields, ...(req.params as object) } : undefined;
         return answer(reply, { router, path, type, ctx, getRawInput: async () => input });
