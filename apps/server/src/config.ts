@@ -279,6 +279,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, isTTY: boolean 
   const host = env.HOST || "127.0.0.1";
   const processor = env.PROCESSOR || "simulated";
   if (processor !== "simulated" && processor !== "stripe") throw new ConfigError(`PROCESSOR must be 'simulated' or 'stripe', got '${processor}'`);
+  const stripeTestSecretKey = secretKey(env, "test");
+  const stripeLiveSecretKey = secretKey(env, "live");
+  if (processor === "stripe" && !stripeTestSecretKey && !stripeLiveSecretKey)
+    throw new ConfigError(
+      "PROCESSOR=stripe needs STRIPE_TEST_SECRET_KEY or STRIPE_LIVE_SECRET_KEY (Stripe Dashboard → Developers → API keys): without either, every card call would answer 503 processor_not_configured",
+    );
   const logLevel = env.LOG_LEVEL || "info";
   if (!LOG_LEVELS.includes(logLevel)) throw new ConfigError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(", ")}, got '${logLevel}'`);
   const logFormat = env.LOG_FORMAT || (isTTY ? "pretty" : "json");
@@ -290,8 +296,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, isTTY: boolean 
     adminToken: adminToken(env),
     redisUrl: env.REDIS_URL || undefined,
     processor,
-    stripeTestSecretKey: secretKey(env, "test"),
-    stripeLiveSecretKey: secretKey(env, "live"),
+    stripeTestSecretKey,
+    stripeLiveSecretKey,
     stripeTestPublishableKey: publishableKey(env, "test"),
     stripeLivePublishableKey: publishableKey(env, "live"),
     stripeApiBase: env.STRIPE_API_BASE || undefined,

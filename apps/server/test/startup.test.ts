@@ -200,6 +200,7 @@ describe("start-up failures: one line on stderr, what is wrong and what to do, c
     [{ PORT: "70000" }, "PORT must be an integer from 0 to 65535, got '70000'"],
     [{ LOG_LEVEL: "loud" }, "LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent, got 'loud'"],
     [{ PROCESSOR: "adyen" }, "PROCESSOR must be 'simulated' or 'stripe', got 'adyen'"],
+    [{ PROCESSOR: "stripe" }, "PROCESSOR=stripe needs STRIPE_TEST_SECRET_KEY or STRIPE_LIVE_SECRET_KEY"],
     [{ CARD_TTL_SECONDS: "999999" }, "CARD_TTL_SECONDS must be an integer from 1 to 345600, got '999999'"],
     [{ PUBLIC_URL: "cardctl.example" }, "PUBLIC_URL must be an http:// or https:// URL"],
     [{ DATABASE_URL: `mysql://root:${PASSWORD}@127.0.0.1:3306/` }, "DATABASE_URL 'mysql://root:***@127.0.0.1:3306/' names no database: add it"],
