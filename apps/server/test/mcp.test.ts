@@ -1,4 +1,5 @@
 import { spawn } from "node:child_process";
+import { randomUUID } from "node:crypto";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -66,6 +67,9 @@ describe(`MCP server (${processor}, ${dbKind})`, () => {
     (await c.callTool({ name, arguments: args }, undefined, onprogress ? { onprogress, resetTimeoutOnProgress: true } : undefined)) as CallToolResult & {
       structuredContent: Structured;
     };
+  /** request_card under a key of its own (the tool requires one), unless the test gives it. */
+  const requestCard = (c: Client, args: Record<string, unknown>, onprogress?: (p: { progress: number; message?: string }) => void) =>
+    call(c, "request_card", { idempotency_key: randomUUID(), ...args }, onprogress);
   const text = (r: CallToolResult) => r.content.map((c) => (c.type === "text" ? c.text : "")).join("\n");
   /** An account of its own per test (set-up complete), with a full and an agent key. */
   const account = async (o: { approval?: boolean; paymentMethod?: string | null } = {}) => {
@@ -84,7 +88,7 @@ describe(`MCP server (${processor}, ${dbKind})`, () => {
       const fullTools = (await (await connect(transport, a.full)).listTools()).tools;
       expect(fullTools.map((t) => t.name).sort()).toEqual([...AGENT_TOOLS, ...HUMAN_TOOLS].sort());
       const request = fullTools.find((t) => t.name === "request_card")!;
-      expect(request.inputSchema.required).toEqual(["amount_cents"]);
+      expect(request.inputSchema.required).toEqual(["amount_cents", "idempotency_key"]);
       expect(request.inputSchema.properties).toMatchObject({
         amount_cents: { type: "integer", minimum: 1, maximum: 50000 },
         wait_seconds: { type: "integer", minimum: 0, maximum: 300 },
@@ -95,7 +99,7 @@ describe(`MCP server (${processor}, ${dbKind})`, () => {
     it("refuses the humans' tools to an agent key", async () => {
       const a = await account({ approval: true });
       const agent = await connect(transport, a.agent);
-      const pending = await call(agent, "request_card", { amount_cents: 900 });
+      const pending = await requestCard(agent, { amount_cents: 900 });
       const r = await call(agent, "approve_request", { id: pending.structuredContent.approval.id });
       expect(r.isError).toBe(true);
       expect(text(r)).toMatch(/approve_request/);
@@ -106,7 +110,7 @@ describe(`MCP server (${processor}, ${dbKind})`, () => {
     it("requests a card that is issued at once (201 path), reads, lists and closes it", async () => {
       const a = await account();
       const agent = await connect(transport, a.agent);
-      const r = await call(agent, "request_card", { amount_cents: 1250, purpose: "API credits", agent_id: "mcp-agent" });
+      const r = await requestCard(agent, { amount_cents: 1250, purpose: "API credits", agent_id: "mcp-agent" });
       expect(r.isError).toBeFalsy();
       expect(r.structuredContent).toMatchObject({ outcome: "issued", approval: null, card: { status: "OPEN", spending_limit_cents: 1250, agent_id: "mcp-agent" } });
       const id = r.structuredContent.card.id as string;
@@ -125,10 +129,32 @@ describe(`MCP server (${processor}, ${dbKind})`, () => {
       expect((await call(agent, "get_card", { id })).structuredContent.card).toMatchObject({ status: "CLOSED", closed_at: expect.any(String) });
     });
 
+    it("request_card needs an idempotency_key; a retry under the same key answers with the first card, never a second", async () => {
+      const a = await account();
+      const agent = await connect(transport, a.agent);
+      const bare = await call(agent, "request_card", { amount_cents: 400 });
+      expect(bare.isError).toBe(true);
+      expect(text(bare)).toMatch(/idempotency_key/);
+
+      // The tool call retried after the client gave up on it (a timeout, a dropped connection).
+      const key = `order-${randomUUID()}`;
+      const [first, second] = await Promise.all([requestCard(agent, { amount_cents: 400, idempotency_key: key }), requestCard(agent, { amount_cents: 400, idempotency_key: key })].map((p) => p.catch(() => undefined)));
+      const answered = [first, second].filter((r) => r && !r.isError);
+      expect(answered.length).toBeGreaterThanOrEqual(1);
+      const retried = await requestCard(agent, { amount_cents: 400, idempotency_key: key });
+      expect(retried.structuredContent).toMatchObject({ outcome: "issued", card: { id: answered[0]!.structuredContent.card.id } });
+      const cards = await s.request("GET", "/v1/cards", { key: a.full });
+      expect(cards.body.data).toHaveLength(1);
+
+      const reused = await requestCard(agent, { amount_cents: 401, idempotency_key: key });
+      expect(reused.isError).toBe(true);
+      expect(reused.structuredContent.error).toMatchObject({ code: "idempotency_key_reused", status: 422 });
+    });
+
     it("answers a request that needs a human with the pending approval (202 path); the human approves over MCP", async () => {
       const a = await account({ approval: true });
       const agent = await connect(transport, a.agent);
-      const r = await call(agent, "request_card", { amount_cents: 700 });
+      const r = await requestCard(agent, { amount_cents: 700 });
       expect(r.structuredContent).toMatchObject({ outcome: "pending_approval", card: null, approval: { status: "PENDING" } });
       const approvalId = r.structuredContent.approval.id as string;
       expect(text(r)).toContain("wait_for_approval");
@@ -145,7 +171,7 @@ describe(`MCP server (${processor}, ${dbKind})`, () => {
     it("waits for an approval made by another client, reporting progress while it waits", async () => {
       const a = await account({ approval: true });
       const agent = await connect(transport, a.agent);
-      const pending = await call(agent, "request_card", { amount_cents: 800 });
+      const pending = await requestCard(agent, { amount_cents: 800 });
       const approvalId = pending.structuredContent.approval.id as string;
       const progress: { progress: number; message?: string }[] = [];
       const waiting = call(agent, "wait_for_approval", { id: approvalId, wait_seconds: 60 }, (p) => progress.push(p));
@@ -162,7 +188,7 @@ describe(`MCP server (${processor}, ${dbKind})`, () => {
     it("request_card with wait_seconds waits for the decision: a rejection, and a request still pending when the time is up", async () => {
       const a = await account({ approval: true });
       const agent = await connect(transport, a.agent);
-      const waiting = call(agent, "request_card", { amount_cents: 600, wait_seconds: 60 });
+      const waiting = requestCard(agent, { amount_cents: 600, wait_seconds: 60 });
       let approvalId = "";
       await expect
         .poll(async () => (approvalId = (await s.request("GET", "/v1/approvals", { key: a.full })).body.data[0]?.id ?? ""), { timeout: 20_000 })
@@ -172,14 +198,14 @@ describe(`MCP server (${processor}, ${dbKind})`, () => {
       expect(r.structuredContent).toMatchObject({ outcome: "rejected", card: null, approval: { id: approvalId, status: "REJECTED", reason: "not this month" } });
       expect(text(r)).toContain("not this month");
 
-      const still = await call(agent, "request_card", { amount_cents: 600, wait_seconds: 1 });
+      const still = await requestCard(agent, { amount_cents: 600, wait_seconds: 1 });
       expect(still.structuredContent).toMatchObject({ outcome: "pending_approval", approval: { status: "PENDING" } });
     });
 
     it("reveal_card", async () => {
       const a = await account();
       const agent = await connect(transport, a.agent);
-      const card = (await call(agent, "request_card", { amount_cents: 1500 })).structuredContent.card as { id: string; last_four: string };
+      const card = (await requestCard(agent, { amount_cents: 1500 })).structuredContent.card as { id: string; last_four: string };
       const r = await call(agent, "reveal_card", { id: card.id });
       expect(r.isError).toBeFalsy();
       if (transport === "stdio") {
@@ -214,13 +240,13 @@ describe(`MCP server (${processor}, ${dbKind})`, () => {
       const agent = await connect(transport, a.agent);
       const max = 5000;
       expect((await s.request("PUT", "/v1/policies/default", { key: a.full, body: { max_amount_cents: max } })).status).toBe(200);
-      const over = await call(agent, "request_card", { amount_cents: max + 1 });
+      const over = await requestCard(agent, { amount_cents: max + 1 });
       expect(over.isError).toBe(true);
       expect(over.structuredContent.error).toMatchObject({ code: "policy_violation", status: 403, details: { max_amount_cents: max } });
       expect(text(over)).toContain(`${max} cents`);
 
       const unset = await account({ paymentMethod: null });
-      const blocked = await call(await connect(transport, unset.agent), "request_card", { amount_cents: 100 });
+      const blocked = await requestCard(await connect(transport, unset.agent), { amount_cents: 100 });
       expect(blocked.isError).toBe(true);
       expect(blocked.structuredContent.error).toMatchObject({ code: "setup_required", details: { setup_url: expect.stringMatching(/\/setup/) } });
       expect(text(blocked)).toContain(blocked.structuredContent.error.details.setup_url);
@@ -229,7 +255,7 @@ describe(`MCP server (${processor}, ${dbKind})`, () => {
       expect(missing.isError).toBe(true);
       expect(missing.structuredContent.error.code).toBe("not_found");
 
-      const invalid = await call(agent, "request_card", { amount_cents: 0 });
+      const invalid = await requestCard(agent, { amount_cents: 0 });
       expect(invalid.isError).toBe(true);
       expect(text(invalid)).toMatch(/amount_cents/);
     });

@@ -280,7 +280,7 @@ describe("npm pack from a fresh clone, installed into an empty project", () => {
         const tools = (await client.listTools()).tools.map((t) => t.name);
         expect(tools).toContain("request_card");
         expect(tools).not.toContain("approve_request");
-        const r = (await client.callTool({ name: "request_card", arguments: { amount_cents: 300 } })) as unknown as { structuredContent: { outcome: string } };
+        const r = (await client.callTool({ name: "request_card", arguments: { amount_cents: 300, idempotency_key: "package-test-1" } })) as unknown as { structuredContent: { outcome: string } };
         expect(r.structuredContent.outcome).toBe("issued");
       } finally {
         await client.close();

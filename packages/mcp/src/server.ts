@@ -14,7 +14,7 @@ export interface CardctlMcpOptions {
 const INSTRUCTIONS =
   "cardctl issues single-use virtual payment cards under a spending policy. Amounts are integer cents (1250 = $12.50). " +
   "Call check_policy to see whether a request would be issued, need a human's approval or be refused; request_card to get a card " +
-  "(when it answers pending_approval, call wait_for_approval); reveal_card for the number right before paying. A card takes one purchase and is deactivated by it; close_card a card you will not use, to release its hold.";
+  "(one idempotency_key per purchase, the same one when retrying it; when it answers pending_approval, call wait_for_approval); reveal_card for the number right before paying. A card takes one purchase and is deactivated by it; close_card a card you will not use, to release its hold.";
 
 /**
  * The cardctl MCP server for one API key, the same tools over stdio (cardctl-mcp) and Streamable

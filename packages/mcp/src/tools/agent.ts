@@ -13,12 +13,14 @@ const requestCardInput = s.createCardInput.extend({
   wait_seconds: waitSeconds(0).describe(
     `When a human must approve: seconds to wait for the decision before answering (0..${MAX_WAIT_SECONDS}; default 0 answers at once with the pending approval)`,
   ),
+  // Required: a tool call the client retried after a timeout would otherwise make a second card.
   idempotency_key: z
     .string()
     .min(1)
     .max(199)
-    .optional()
-    .describe("Send the same key when retrying the same request after an error: it never makes a second card"),
+    .describe(
+      "A key of your own for this purchase (say the order id, or a new UUID). Retry with the same key after an error or a timeout: it answers with the first card (or approval), never a second one. A new purchase needs a new key.",
+    ),
 });
 /**
  * 45 s by default: within the 60 s an MCP client waits for a call by default (the SDK's), which
