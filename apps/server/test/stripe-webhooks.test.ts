@@ -382,6 +382,34 @@ describe(`stripe webhooks (${dbKind})`, () => {
       expect(await cardOf(key, card.id)).toMatchObject({ status: "OPEN", remaining_cents: 1000 });
     });
 
+    it("Stripe's approval of what we declined (its timeout setting decided) stands: the card is spent by it and takes no second purchase", async () => {
+      const { key, card, issued } = await openCard(1000);
+      const auth = authorizationFor(issued, 900, { pending: true });
+      // Our answer (here a decline, as one that came too late) and Stripe's final approval.
+      expect((await deliver("issuing_authorization.request", { ...auth, pending_request: { ...auth.pending_request!, amount: 1200 } })).body).toEqual({ approved: false });
+      const created = { ...auth, amount: 1200, approved: true, pending_request: null };
+      expect((await deliver("issuing_authorization.created", created)).body).toEqual({ received: true, outcome: "applied" });
+      expect(await cardOf(key, card.id)).toMatchObject({ status: "USED", remaining_cents: 0 });
+      expect(await authorizationsOf(key, card.id)).toMatchObject([{ amount_cents: 1200, approved: true, status: "pending", decline_reason: null }]);
+      const announced = (await s.request("GET", "/v1/events", { key })).body.data.map((e: { type: string }) => e.type).reverse();
+      expect(announced.filter((t: string) => t.startsWith("authorization.") || t === "card.used")).toEqual(["authorization.declined", "authorization.approved", "card.used"]);
+      // The same final answer again, under another event id: nothing more changes.
+      expect((await deliver("issuing_authorization.created", created)).body).toEqual({ received: true, outcome: "ignored" });
+      expect((await deliver("issuing_authorization.request", authorizationFor(issued, 100, { pending: true }))).body).toEqual({ approved: false });
+
+      // Approved by Stripe alone on a card another purchase already spent: recorded approved, the card as it was.
+      const other = await openCard(1000);
+      expect((await deliver("issuing_authorization.request", authorizationFor(other.issued, 500, { pending: true }))).body).toEqual({ approved: true });
+      const late = authorizationFor(other.issued, 300);
+      expect((await deliver("issuing_authorization.created", late)).body).toEqual({ received: true, outcome: "applied" });
+      expect((await authorizationsOf(other.key, other.card.id)).find((a: { amount_cents: number }) => a.amount_cents === 300)).toMatchObject({
+        approved: true,
+        status: "pending",
+        decline_reason: null,
+      });
+      expect(await cardOf(other.key, other.card.id)).toMatchObject({ status: "USED" });
+    });
+
     it("a force capture (no authorization) on an OPEN card settles from its hold and spends the card", async () => {
       const { key, card, issued, pi } = await openCard(1000);
       expect((await deliver("issuing_transaction.created", captureTransactionFor(issued, 450))).body.outcome).toBe("applied");

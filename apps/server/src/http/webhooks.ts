@@ -124,7 +124,7 @@ export async function registerStripeWebhooks(app: FastifyInstance, services: Ser
       case "issuing_authorization.created": {
         // Stripe's final answer. A decline after we approved: nothing will settle, the card is given back.
         const auth = event.data.object;
-        const seen = await lifecycle.byProcessorAuthorization(mode, auth.id);
+        let seen = await lifecycle.byProcessorAuthorization(mode, auth.id);
         if (seen && !auth.approved && seen.approved && seen.status === "pending") await lifecycle.release(seen, "declined");
         else if (!seen) {
           // The request event never reached us, or has yet to be decided (Stripe decided alone, past
@@ -132,13 +132,16 @@ export async function registerStripeWebhooks(app: FastifyInstance, services: Ser
           // ours from using the card (its insert meets this record's unique key).
           const card = await cards.findByProcessor(cardRef(mode, auth.card));
           if (!card) return "ignored";
-          await lifecycle.authorize(card, {
+          seen = await lifecycle.authorize(card, {
             amountCents: auth.amount,
             merchant: auth.merchant_data ?? undefined,
             processorAuthorizationId: auth.id,
             processorDeclined: !auth.approved,
           });
-        } else return "ignored";
+        } else if (!(auth.approved && !seen.approved)) return "ignored";
+        // Stripe approved what we declined (our answer came too late, or our rules refused what it
+        // had already approved): money settles on it, so the card is spent by it.
+        if (auth.approved && !seen.approved) await lifecycle.processorApproved(seen);
         return "applied";
       }
       case "issuing_authorization.updated": {

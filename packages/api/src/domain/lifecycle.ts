@@ -234,6 +234,28 @@ export class CardLifecycle {
   }
 
   /**
+   * The processor's final answer approved what we declined (Stripe decides alone, by its timeout
+   * setting, when our answer comes too late): its approval is the fact that money settles on. The
+   * authorization becomes approved (pending, unless a verification) and spends its card if the card
+   * is still OPEN, so a single-use card takes no second purchase after it; a card no longer OPEN
+   * (another purchase or a close came first) is left as it is.
+   */
+  async processorApproved(auth: Authorization): Promise<Authorization> {
+    const now = Date.now();
+    const card = (await this.cards.findOneBy({ id: auth.card_id }))!;
+    const approve = async (use: { step: Statement; event: NewEvent } | null) => {
+      const next = { approved: true, status: auth.amount_cents === 0 ? ("closed" as const) : ("pending" as const), decline_reason: null, consumed_card: use !== null, updated_at: now };
+      // Only while it is still the decline read (a decline always has its reason).
+      const step = this.authorizations.updateStatement({ id: auth.id, decline_reason: auth.decline_reason ?? "" }, next, 1);
+      const event = this.event(auth, "authorization.approved", authorizationView({ ...auth, ...next }));
+      return commitWithEvents(this.deps.ds, use ? [step, use.step] : [step], use ? [event, use.event] : [event]);
+    };
+    // A card that changed since it was read keeps its state: the approval is recorded alone.
+    if (!(card.status === "OPEN" && auth.amount_cents > 0 && (await approve(this.use(card, {}, now))))) await approve(null);
+    return (await this.authorizations.findOneBy({ id: auth.id }))!;
+  }
+
+  /**
    * An authorization that will never settle: reversed by the merchant, expired unsettled, or
    * declined in the processor's final answer. If it made its card USED and nothing settled on it,
    * the card is OPEN again with its full remaining_cents; unless the card is past its expiry (or
