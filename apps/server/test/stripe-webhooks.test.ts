@@ -410,6 +410,33 @@ describe(`stripe webhooks (${dbKind})`, () => {
       expect(await cardOf(other.key, other.card.id)).toMatchObject({ status: "USED" });
     });
 
+    it("Stripe's approval of what we declined, reversed before its .created is handled: 409 until then, and the card comes back", async () => {
+      const { key, card, issued } = await openCard(1000);
+      const auth = authorizationFor(issued, 1200, { pending: true });
+      expect((await deliver("issuing_authorization.request", auth)).body).toEqual({ approved: false });
+      const reversed = { ...auth, amount: 0, approved: true, status: "reversed", pending_request: null };
+      const early = await deliver("issuing_authorization.updated", reversed);
+      expect(early.status).toBe(409);
+      expect(early.body.error.code).toBe("event_too_early");
+      expect((await deliver("issuing_authorization.created", { ...auth, amount: 1200, approved: true, pending_request: null })).body.outcome).toBe("applied");
+      expect(await cardOf(key, card.id)).toMatchObject({ status: "USED" });
+      // Stripe's redelivery of the reversal, under its own event id.
+      expect((await deliver("issuing_authorization.updated", reversed, { id: early.event.id })).body).toEqual({ received: true, outcome: "applied" });
+      expect(await cardOf(key, card.id)).toMatchObject({ status: "OPEN", remaining_cents: 1000 });
+      expect(await authorizationsOf(key, card.id)).toMatchObject([{ approved: true, status: "reversed" }]);
+    });
+
+    it("Stripe's approval of what we declined, settled before its .created is handled: recorded approved and closed, never pending", async () => {
+      const { key, card, issued } = await openCard(1000);
+      const auth = authorizationFor(issued, 1200, { pending: true });
+      expect((await deliver("issuing_authorization.request", auth)).body).toEqual({ approved: false });
+      expect((await deliver("issuing_transaction.created", { ...captureTransactionFor(issued, 1200), authorization: auth.id })).body.outcome).toBe("applied");
+      expect(await cardOf(key, card.id)).toMatchObject({ status: "USED", spent_cents: 1200 });
+      expect((await deliver("issuing_authorization.created", { ...auth, amount: 1200, approved: true, pending_request: null })).body.outcome).toBe("applied");
+      expect(await authorizationsOf(key, card.id)).toMatchObject([{ approved: true, status: "closed", decline_reason: null }]);
+      expect(await cardOf(key, card.id)).toMatchObject({ status: "USED", spent_cents: 1200 });
+    });
+
     it("a force capture (no authorization) on an OPEN card settles from its hold and spends the card", async () => {
       const { key, card, issued, pi } = await openCard(1000);
       expect((await deliver("issuing_transaction.created", captureTransactionFor(issued, 450))).body.outcome).toBe("applied");

@@ -148,9 +148,10 @@ export async function registerStripeWebhooks(app: FastifyInstance, services: Ser
         const auth = event.data.object;
         const seen = await lifecycle.byProcessorAuthorization(mode, auth.id);
         // Stripe does not promise order: an approved authorization of one of our cards that ended
-        // before its .created was handled must not be lost, or .created would leave the card USED.
+        // before its .created was handled (not recorded, or recorded as our decline that Stripe's
+        // approval overrides) must not be lost, or .created would leave the card USED.
         const ended = auth.status === "reversed" || auth.status === "expired" ? auth.status : null;
-        if (!seen && ended && auth.approved && (await cards.findByProcessor(cardRef(mode, auth.card)))) return "too_early";
+        if (ended && auth.approved && !seen?.approved && (seen || (await cards.findByProcessor(cardRef(mode, auth.card))))) return "too_early";
         if (!seen || seen.status !== "pending" || !ended) return "ignored";
         await lifecycle.release(seen, ended);
         return "applied";

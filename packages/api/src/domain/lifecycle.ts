@@ -236,15 +236,18 @@ export class CardLifecycle {
   /**
    * The processor's final answer approved what we declined (Stripe decides alone, by its timeout
    * setting, when our answer comes too late): its approval is the fact that money settles on. The
-   * authorization becomes approved (pending, unless a verification) and spends its card if the card
-   * is still OPEN, so a single-use card takes no second purchase after it; a card no longer OPEN
-   * (another purchase or a close came first) is left as it is.
+   * authorization becomes approved (pending, unless a verification or settled already) and spends
+   * its card if the card is still OPEN, so a single-use card takes no second purchase after it; a
+   * card no longer OPEN (another purchase, a settlement or a close came first) is left as it is.
    */
   async processorApproved(auth: Authorization): Promise<Authorization> {
     const now = Date.now();
     const card = (await this.cards.findOneBy({ id: auth.card_id }))!;
+    // Settled already (Stripe does not promise the order of events): nothing of it is pending.
+    const settled = (await this.transactions.findOneBy({ authorization_id: auth.id })) !== null;
     const approve = async (use: { step: Statement; event: NewEvent } | null) => {
-      const next = { approved: true, status: auth.amount_cents === 0 ? ("closed" as const) : ("pending" as const), decline_reason: null, consumed_card: use !== null, updated_at: now };
+      const status = auth.amount_cents === 0 || settled ? ("closed" as const) : ("pending" as const);
+      const next = { approved: true, status, decline_reason: null, consumed_card: use !== null, updated_at: now };
       // Only while it is still the decline read (a decline always has its reason).
       const step = this.authorizations.updateStatement({ id: auth.id, decline_reason: auth.decline_reason ?? "" }, next, 1);
       const event = this.event(auth, "authorization.approved", authorizationView({ ...auth, ...next }));
