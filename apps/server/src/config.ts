@@ -314,7 +314,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, isTTY: boolean 
     webhookAllowPrivate: flag(env, "WEBHOOK_ALLOW_PRIVATE"),
     webhookTimeoutMs: int(env, "WEBHOOK_TIMEOUT_MS", 10000, 100, 10 * MINUTE_MS),
     webhookRetryBaseMs: int(env, "WEBHOOK_RETRY_BASE_MS", 5000, 1, 6 * HOUR_MS) /* the longest delay */,
-    webhookRetryWindowMs: int(env, "WEBHOOK_RETRY_WINDOW_MS", 3 * DAY_MS, 1, 30 * DAY_MS) /* events are kept 30 days */,
+    // A day inside the 30 days events are kept: the last attempt, and the endpoint's disabling, come before the purge.
+    webhookRetryWindowMs: int(env, "WEBHOOK_RETRY_WINDOW_MS", 3 * DAY_MS, 1, 29 * DAY_MS),
     webhookPollMs: int(env, "WEBHOOK_POLL_MS", 500, 10, HOUR_MS),
     eventStreamHeartbeatMs: int(env, "EVENT_STREAM_HEARTBEAT_MS", 15000, 100, HOUR_MS),
     eventStreamPollMs: int(env, "EVENT_STREAM_POLL_MS", 500, 10, HOUR_MS),

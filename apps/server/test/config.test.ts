@@ -106,7 +106,7 @@ describe("numbers: digits only, within bounds", () => {
     ["EVENT_STREAM_POLL_MS", 3600000],
     ["WEBHOOK_TIMEOUT_MS", 600000],
     ["WEBHOOK_RETRY_BASE_MS", 21600000],
-    ["WEBHOOK_RETRY_WINDOW_MS", 2592000000],
+    ["WEBHOOK_RETRY_WINDOW_MS", 2505600000],
     ["WEBHOOK_POLL_MS", 3600000],
   ])("%s: at most %i", (name, max) => {
     expect(refusal({ [name]: String(max + 1) }).message).toMatch(new RegExp(`^${name} must be an integer from \\d+ to ${max}, got '${max + 1}'$`));

@@ -431,13 +431,21 @@ describe("webhook delivery", () => {
       receiver.secret("/rebound", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw");
       const created = await strict.request("POST", "/v1/webhook_endpoints", { body: { url: "https://93.184.215.14/rebound", events: ["policy.updated"] } });
       expect(created.status).toBe(201);
-      await strict.query("UPDATE webhook_endpoints SET url = ? WHERE id = ?", [`${receiver.url}/rebound`, created.body.id]);
+      await strict.query("UPDATE webhook_endpoints SET url = ? WHERE id = ?", [`${receiver.url.replace(/^http:/, "https:")}/rebound`, created.body.id]);
       await touchPolicy(strict);
       const [d] = await eventually("a refused attempt", async () => {
         const list = await deliveriesOf(strict, created.body.id);
         return list[0]?.attempts >= 1 && list[0].last_error && list;
       });
       expect(d.last_error).toMatch(/^refused: address 127\.0\.0\.1, a loopback, private/);
+      // An http:// endpoint (made while the server allowed it) gets nothing in plain text either.
+      await strict.query("UPDATE webhook_endpoints SET url = ? WHERE id = ?", [`${receiver.url}/rebound`, created.body.id]);
+      await touchPolicy(strict);
+      const [plain] = await eventually("a refused plain-text attempt", async () => {
+        const list = await deliveriesOf(strict, created.body.id);
+        return list.length === 2 && list[0]?.attempts >= 1 && list[0].last_error && list;
+      });
+      expect(plain.last_error).toMatch(/^refused: http:\/\/ is allowed only when the server sets WEBHOOK_ALLOW_PRIVATE/);
       expect(receiver.at("/rebound")).toEqual([]);
     } finally {
       await strict.close();

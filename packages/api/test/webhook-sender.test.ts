@@ -1,8 +1,10 @@
+import { createSocket } from "node:dgram";
+import { promises as dns } from "node:dns";
 import { createServer, type IncomingHttpHeaders } from "node:http";
 import type { AddressInfo } from "node:net";
 import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { AddressRefused } from "../src/webhooks/addresses.js";
+import { AddressRefused, resolveWebhookHost } from "../src/webhooks/addresses.js";
 import { checkedLookup, signWebhook, WebhookSender } from "../src/webhooks/sender.js";
 
 const SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
@@ -58,16 +60,62 @@ describe("WebhookSender", () => {
   });
 
   it("refuses a private address found by a connection's own lookup (DNS rebinding after the attempt's check)", async () => {
-    const lookup = checkedLookup(false);
-    const err = await new Promise((resolve) => lookup("localhost", { all: true }, (e) => resolve(e)));
+    const checked = checkedLookup(false, 2000);
+    const err = await new Promise((resolve) => checked("localhost", { all: true }, (e) => resolve(e)));
     expect(err).toBeInstanceOf(AddressRefused);
     expect(String((err as Error).message)).toMatch(/host localhost resolves to a loopback, private, link-local or otherwise non-public/);
     const sender = new WebhookSender({ timeoutMs: 2000, allowPrivate: false });
     try {
-      const outcome = await sender.send({ url: `http://localhost:${port}/hook`, secrets: [SECRET], id: "evt_3", payload: "{}" });
+      const outcome = await sender.send({ url: `https://localhost:${port}/hook`, secrets: [SECRET], id: "evt_3", payload: "{}" });
       expect(outcome).toMatchObject({ ok: false, status: null, error: expect.stringMatching(/^refused: host localhost resolves to/) });
     } finally {
       sender.close();
     }
+  });
+
+  it("refuses http:// at delivery unless WEBHOOK_ALLOW_PRIVATE (an endpoint made while it was set)", async () => {
+    const sender = new WebhookSender({ timeoutMs: 2000, allowPrivate: false });
+    const before = received.length;
+    try {
+      const outcome = await sender.send({ url: "http://93.184.215.14/hook", secrets: [SECRET], id: "evt_5", payload: "{}" });
+      expect(outcome).toEqual({ ok: false, status: null, error: expect.stringMatching(/^refused: http:\/\/ is allowed only when the server sets WEBHOOK_ALLOW_PRIVATE/) });
+      expect(received.length).toBe(before);
+    } finally {
+      sender.close();
+    }
+  });
+});
+
+describe("webhook host lookups", () => {
+  // A DNS server that never answers, for the names this suite looks up through DNS.
+  const silent = createSocket("udp4");
+  const system = dns.getServers();
+  beforeAll(async () => {
+    await new Promise<void>((resolve) => silent.bind(0, "127.0.0.1", resolve));
+    dns.setServers([`127.0.0.1:${silent.address().port}`]);
+  });
+  afterAll(() => {
+    dns.setServers(system);
+    silent.close();
+  });
+
+  it("a name whose DNS never answers fails at its deadline, holding none of the threads the system's lookups need", async () => {
+    // Many hanging names at once (each endpoint's attempts in flight) ...
+    const hanging = Array.from({ length: 8 }, (_, i) => resolveWebhookHost(`hangs-${i}.example`, false, 1500).then(() => "resolved", (err: Error) => err));
+    let settled = 0;
+    for (const p of hanging) void p.then(() => settled++);
+    // ... leave getaddrinfo (libuv's thread pool) to everything else: it answers while they still wait.
+    for (let i = 0; i < 4; i++) expect((await dns.lookup("localhost", { all: true })).length).toBeGreaterThan(0);
+    expect(settled).toBe(0);
+    for (const outcome of await Promise.all(hanging)) {
+      expect(outcome).toBeInstanceOf(AddressRefused);
+      expect((outcome as Error).message).toMatch(/^host hangs-\d\.example could not be resolved \(no answer within 1500 ms\)$/);
+    }
+  });
+
+  it("attempts to one host close together share its lookup, its failure too", async () => {
+    const first = resolveWebhookHost("shared.example", false, 1000).catch((err: Error) => err);
+    const second = resolveWebhookHost("shared.example", false, 1000).catch((err: Error) => err);
+    expect(await second).toBe(await first);
   });
 });

@@ -26,7 +26,7 @@ const invalidUrl = (message: string) => validationError([{ path: "url", message 
  * receivers), no credentials or fragment, and a host that resolves to public addresses only
  * (unless WEBHOOK_ALLOW_PRIVATE). Delivery checks the address again on every attempt.
  */
-async function checkedUrl(raw: string, allowPrivate: boolean): Promise<string> {
+async function checkedUrl(raw: string, { allowPrivate, timeoutMs }: { allowPrivate: boolean; timeoutMs: number }): Promise<string> {
   let url: URL;
   try {
     url = new URL(raw);
@@ -43,7 +43,7 @@ async function checkedUrl(raw: string, allowPrivate: boolean): Promise<string> {
   if (written.length > MAX_WEBHOOK_URL_LENGTH)
     throw invalidUrl(`url must be at most ${MAX_WEBHOOK_URL_LENGTH} characters once percent-encoded (it is ${written.length})`);
   try {
-    await resolveWebhookHost(url.hostname, allowPrivate);
+    await resolveWebhookHost(url.hostname, allowPrivate, timeoutMs);
   } catch (err) {
     if (err instanceof AddressRefused) throw invalidUrl(`url is not allowed: ${err.message}`);
     throw err;
@@ -82,7 +82,7 @@ export class WebhookEndpointService {
   }
 
   async create(p: Principal, input: { url: string; events: EventChoice[]; description?: string | undefined }): Promise<WebhookEndpoint> {
-    const url = await checkedUrl(input.url, this.deps.config.webhooks.allowPrivate);
+    const url = await checkedUrl(input.url, this.deps.config.webhooks);
     const now = Date.now();
     const row: Omit<WebhookEndpoint, "seq"> = {
       id: newId("we"),
@@ -142,7 +142,7 @@ export class WebhookEndpointService {
     id: string,
     input: { url?: string | undefined; events?: EventChoice[] | undefined; description?: string | null | undefined; status?: WebhookEndpointStatus | undefined },
   ): Promise<WebhookEndpoint> {
-    const url = input.url === undefined ? undefined : await checkedUrl(input.url, this.deps.config.webhooks.allowPrivate);
+    const url = input.url === undefined ? undefined : await checkedUrl(input.url, this.deps.config.webhooks);
     return this.change(p, id, (endpoint, now) => {
       const next: WebhookEndpoint = {
         ...endpoint,

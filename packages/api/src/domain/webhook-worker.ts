@@ -187,10 +187,11 @@ export class WebhookWorker {
   private async startWaiting(): Promise<void> {
     const now = Date.now();
     const late: ClaimedDelivery[] = [];
-    for (let i = 0; i < this.waiting.length && this.inFlight < this.opts.maxInFlight; ) {
+    // Every late one is given back, also while every slot is taken (then none starts).
+    for (let i = 0; i < this.waiting.length; ) {
       const d = this.waiting[i]!;
       if (d.startBy <= now) late.push(this.unwait(this.waiting.splice(i, 1)[0]!));
-      else if (this.hasSlot(d.endpointId)) this.launch(this.unwait(this.waiting.splice(i, 1)[0]!));
+      else if (this.inFlight < this.opts.maxInFlight && this.hasSlot(d.endpointId)) this.launch(this.unwait(this.waiting.splice(i, 1)[0]!));
       else i++;
     }
     await this.queue.release(late);

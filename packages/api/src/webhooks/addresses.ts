@@ -1,4 +1,4 @@
-import { lookup } from "node:dns/promises";
+import { promises as dns } from "node:dns";
 import { BlockList, isIP } from "node:net";
 
 /**
@@ -73,35 +73,89 @@ export interface ResolvedAddress {
   family: 4 | 6;
 }
 
+/** DNS answers that say the name is not there (or no DNS server listens): the system's own lookup may still know it. */
+const NOT_IN_DNS = new Set(["ENOTFOUND", "ENODATA", "ENONAME", "ECONNREFUSED", "ESERVFAIL", "EREFUSED"]);
+
+/**
+ * A host's addresses from DNS, by c-ares (node's Resolver): its own sockets, a deadline of its own,
+ * cancelled at it. Not getaddrinfo (`dns.lookup`), which runs on libuv's thread pool, of which DNS
+ * may take two threads for the whole process: two names whose DNS never answers would stall every
+ * other lookup (other endpoints, the database's, Stripe's) for as long as they hang. Null: DNS does
+ * not know the name (a name of /etc/hosts, say), for the system's lookup to answer.
+ */
+async function fromDns(host: string, timeoutMs: number): Promise<ResolvedAddress[] | null> {
+  const resolver = new dns.Resolver({ timeout: timeoutMs, tries: 1 });
+  // The servers of node's default resolver (the system's, unless a program set others).
+  resolver.setServers(dns.getServers());
+  const timer = setTimeout(() => resolver.cancel(), timeoutMs);
+  try {
+    const [v4, v6] = await Promise.allSettled([resolver.resolve4(host), resolver.resolve6(host)]);
+    const found: ResolvedAddress[] = [
+      ...(v4.status === "fulfilled" ? v4.value.map((address) => ({ address, family: 4 as const })) : []),
+      ...(v6.status === "fulfilled" ? v6.value.map((address) => ({ address, family: 6 as const })) : []),
+    ];
+    if (found.length > 0) return found;
+    const codes = [v4, v6].map((r) => (r.status === "rejected" ? String((r.reason as { code?: string }).code) : "ENODATA"));
+    if (codes.every((code) => NOT_IN_DNS.has(code))) return null;
+    const late = codes.includes("ETIMEOUT") || codes.includes("ECANCELLED");
+    throw new AddressRefused(`host ${host} could not be resolved (${late ? `no answer within ${timeoutMs} ms` : codes.find((code) => !NOT_IN_DNS.has(code))})`);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** A name DNS does not know, through the system's lookup (/etc/hosts, mDNS), within the deadline. */
+async function fromSystem(host: string, timeoutMs: number): Promise<ResolvedAddress[]> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    const found = dns.lookup(host, { all: true, verbatim: true }) as Promise<ResolvedAddress[]>;
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new AddressRefused(`host ${host} could not be resolved (no answer within ${timeoutMs} ms)`)), timeoutMs);
+    });
+    const addresses = await Promise.race([found, late]);
+    if (addresses.length === 0) throw new AddressRefused(`host ${host} does not resolve`);
+    return addresses;
+  } catch (err) {
+    if (err instanceof AddressRefused) throw err;
+    const code = (err as { code?: string }).code;
+    throw new AddressRefused(code === "ENOTFOUND" ? `host ${host} does not resolve` : `host ${host} could not be resolved (${code ?? "error"})`);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/**
+ * How long a host's lookup (its answer, or its failure) is shared: by an attempt's check and its
+ * connection's lookup, and by attempts to the same host close together, so a host whose DNS hangs
+ * costs one lookup at a time, not one per attempt in flight.
+ */
+const SHARED_MS = 5_000;
+const MAX_SHARED = 1_000;
+const shared = new Map<string, { at: number; addresses: Promise<ResolvedAddress[]> }>();
+
+function addressesOf(host: string, timeoutMs: number): Promise<ResolvedAddress[]> {
+  const now = Date.now();
+  const known = shared.get(host);
+  if (known && now - known.at < SHARED_MS) return known.addresses;
+  if (shared.size >= MAX_SHARED) for (const [name, entry] of shared) if (now - entry.at >= SHARED_MS) shared.delete(name);
+  const deadline = now + timeoutMs;
+  const addresses = fromDns(host, timeoutMs).then((found) => found ?? fromSystem(host, Math.max(deadline - Date.now(), 1)));
+  addresses.catch(() => undefined); // a failure is for each caller to see; none left unhandled
+  shared.set(host, { at: now, addresses });
+  return addresses;
+}
+
 /**
  * The addresses of a URL's host (an IP literal as itself), checked: when `allowPrivate` is false,
  * any address that is not public refuses the whole host (a name with one private address among
  * public ones could be steered to it). Connect only to what this returns (no second lookup, so
  * DNS rebinding between check and connect cannot happen). A lookup without an answer within
- * `timeoutMs` (when given) refuses the host as one that does not resolve.
+ * `timeoutMs` refuses the host as one that does not resolve.
  */
-export async function resolveWebhookHost(hostname: string, allowPrivate: boolean, timeoutMs?: number): Promise<ResolvedAddress[]> {
+export async function resolveWebhookHost(hostname: string, allowPrivate: boolean, timeoutMs: number): Promise<ResolvedAddress[]> {
   const host = hostname.replace(/^\[(.*)\]$/, "$1");
   const literal = isIP(host);
-  let addresses: ResolvedAddress[];
-  if (literal) addresses = [{ address: host, family: literal as 4 | 6 }];
-  else {
-    let timer: NodeJS.Timeout | undefined;
-    try {
-      const found = lookup(host, { all: true, verbatim: true }) as Promise<ResolvedAddress[]>;
-      const late = new Promise<never>((_, reject) => {
-        if (timeoutMs !== undefined) timer = setTimeout(() => reject(new AddressRefused(`host ${host} could not be resolved (no answer within ${timeoutMs} ms)`)), timeoutMs);
-      });
-      addresses = await Promise.race([found, late]);
-    } catch (err) {
-      if (err instanceof AddressRefused) throw err;
-      const code = (err as { code?: string }).code;
-      throw new AddressRefused(code === "ENOTFOUND" ? `host ${host} does not resolve` : `host ${host} could not be resolved (${code ?? "error"})`);
-    } finally {
-      clearTimeout(timer);
-    }
-    if (addresses.length === 0) throw new AddressRefused(`host ${host} does not resolve`);
-  }
+  const addresses: ResolvedAddress[] = literal ? [{ address: host, family: literal as 4 | 6 }] : await addressesOf(host, timeoutMs);
   if (!allowPrivate) {
     const refused = addresses.find((a) => !isPublicAddress(a.address));
     // A name's address is not told: a key holder could map the server's internal network by it.

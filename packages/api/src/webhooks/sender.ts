@@ -25,13 +25,13 @@ export type SendWebhook = (message: WebhookMessage) => Promise<SendOutcome>;
 /**
  * The connections' own lookup: a host name is resolved and checked as it is connected to, and
  * the connection goes only to the addresses the check passed (no second lookup, so DNS rebinding
- * between check and connect cannot happen). IP literals are connected to without a lookup; the
- * attempt checked them before sending.
+ * between check and connect cannot happen; the attempt's own check just before shares its
+ * answer). IP literals are connected to without a lookup; the attempt checked them before sending.
  */
 export const checkedLookup =
-  (allowPrivate: boolean): LookupFunction =>
+  (allowPrivate: boolean, timeoutMs: number): LookupFunction =>
   (host, options, done) => {
-    resolveWebhookHost(host, allowPrivate).then(
+    resolveWebhookHost(host, allowPrivate, timeoutMs).then(
       (addresses) => {
         if ((options as { all?: boolean }).all) (done as (e: null, a: typeof addresses) => void)(null, addresses);
         else done(null, addresses[0]!.address, addresses[0]!.family);
@@ -68,22 +68,26 @@ function outcomeOf(status: number, location: string | undefined): SendOutcome {
 /**
  * Sends webhooks over HTTP(S), Standard Webhooks style (webhook-id, webhook-timestamp,
  * webhook-signature: v1,<base64 HMAC-SHA256>), with undici: about half the CPU per request of
- * node:http's client (BENCHMARKS.md, fix 31). The host is checked (SSRF) on every attempt and on
- * every new connection (its lookup); redirects are not followed (a 3xx is a failure); an attempt
- * without a whole answer within `timeoutMs` fails. Connections are kept alive per origin.
+ * node:http's client (BENCHMARKS.md, fix 31). The URL is checked (SSRF: https only and public
+ * addresses, unless WEBHOOK_ALLOW_PRIVATE) on every attempt and on every new connection (its
+ * lookup); redirects are not followed (a 3xx is a failure); an attempt without a whole answer
+ * within `timeoutMs` fails. Connections are kept alive per origin.
  * `close()` ends them, failing attempts in flight.
  */
 export class WebhookSender {
   private readonly agent: Agent;
 
   constructor(private readonly opts: { timeoutMs: number; allowPrivate: boolean }) {
-    this.agent = new Agent({ connect: { lookup: checkedLookup(opts.allowPrivate) } });
+    this.agent = new Agent({ connect: { lookup: checkedLookup(opts.allowPrivate, opts.timeoutMs) } });
   }
 
   readonly send: SendWebhook = async (m) => {
     const url = new URL(m.url);
     // The deadline covers the host's check too: a name whose DNS never answers fails in time.
     const deadline = Date.now() + this.opts.timeoutMs;
+    // An endpoint made while WEBHOOK_ALLOW_PRIVATE was set gets nothing in plain text once it is not.
+    if (url.protocol !== "https:" && !this.opts.allowPrivate)
+      return { ok: false, status: null, error: `refused: ${url.protocol}// is allowed only when the server sets WEBHOOK_ALLOW_PRIVATE (use https://)` };
     try {
       await resolveWebhookHost(url.hostname, this.opts.allowPrivate, this.opts.timeoutMs);
     } catch (err) {
