@@ -110,6 +110,8 @@ async function listen(ctx: Ctx, o: { types: string[]; target: string | undefined
   // Forwards run one after another, in the events' order, beside the stream.
   let forwards = Promise.resolve();
   let queued = 0;
+  /** Resolves the stream's wait for a free place in a full queue of forwards. */
+  let slotFreed: (() => void) | undefined;
   const forwardAndPrint = async (target: string, event: Event) => {
     const r = await forward(target, signer, event, stop.signal);
     if (r === null) return;
@@ -144,8 +146,14 @@ async function listen(ctx: Ctx, o: { types: string[]; target: string | undefined
       // Each event is printed as it comes; its forward answers in its own time.
       const target = o.target;
       queued++;
-      forwards = forwards.then(() => forwardAndPrint(target, event)).finally(() => queued--);
-      if (queued >= FORWARDS_QUEUED) await forwards;
+      forwards = forwards
+        .then(() => forwardAndPrint(target, event))
+        .finally(() => {
+          queued--;
+          slotFreed?.();
+        });
+      // Full: the stream waits for the next forward to finish, not for all of them.
+      if (queued >= FORWARDS_QUEUED) await new Promise<void>((resolve) => (slotFreed = resolve));
     }
     await forwards;
     if (unreachable) throw unreachable;
