@@ -54,6 +54,22 @@ describe(`rate limits (${dbKind})`, () => {
     for (let i = 0; i < 4; i++) await s.request("GET", "/v1/cards", { key: `sk_test_guess${i}00000000000000000000000` });
     expectError(await s.request("GET", "/v1/balance", { key: "sk_test_another0000000000000000000" }), 429, "rate_limited");
     expectError(await s.request("GET", "/v1/balance", { key: null }), 429, "rate_limited");
+    // Unknown paths too: no unthrottled answer tells a right key or admin token from a wrong one.
+    expectError(await s.request("GET", "/v1/nope", { key: "sk_test_guessed000000000000000000000" }), 429, "rate_limited");
+    expectError(await s.request("GET", "/admin/v1/nope", { key: null, headers: { authorization: "Bearer adm_guessed_0123456789abcdef" } }), 429, "rate_limited");
+  });
+
+  it("unknown routes count against the key like any, with the headers, and store no Idempotency-Key", async () => {
+    const key = await (await s.newAccount()).key();
+    const missing = await s.request("POST", "/v1/nope", { key, headers: { "idempotency-key": "nope-1" } });
+    expectError(missing, 404, "not_found");
+    expectRateHeaders(missing, 5);
+    expect(missing.headers.get("ratelimit-remaining")).toBe("4");
+    expect(await s.query("SELECT 1 FROM idempotency_keys WHERE idem_key = ?", ["nope-1"])).toEqual([]);
+    for (let i = 0; i < 4; i++) expect((await s.request("GET", "/v1/nope", { key })).status).toBe(404);
+    const refused = await s.request("POST", "/v1/nope", { key, headers: { "idempotency-key": "nope-1" } });
+    expectError(refused, 429, "rate_limited");
+    expect(refused.headers.get("idempotent-replayed")).toBeNull();
   });
 });
 

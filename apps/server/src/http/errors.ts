@@ -156,9 +156,13 @@ export function registerBodyShape(app: FastifyInstance) {
   });
 }
 
-/** 404 for unknown routes, rate limited like every other request. */
+/**
+ * 404 for unknown routes, rate limited like every other request, and before anything else answers
+ * it (preValidation runs before the global preHandlers: the rejection of a wrong key or admin
+ * token, the idempotency claim), so an unknown path is no unthrottled way to try keys.
+ */
 export function registerNotFound(app: FastifyInstance & { rateLimit?: () => any }) {
-  app.setNotFoundHandler({ preHandler: app.rateLimit?.() }, (req, reply) =>
+  app.setNotFoundHandler({ preValidation: app.rateLimit?.() }, (req, reply) =>
     sendError(req, reply, new AppError(404, "not_found", `No route ${req.method} ${req.url.split("?")[0]}.`)),
   );
 }

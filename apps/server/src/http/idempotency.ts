@@ -79,7 +79,8 @@ export function registerIdempotency(app: FastifyInstance, services: Services) {
   // Callback hooks, not async ones: most requests pass straight through, without a promise each.
   app.addHook("preHandler", (req, reply, done) => {
     const header = req.headers["idempotency-key"];
-    if (req.method !== "POST" || header === undefined || !req.principal || !isApiPath(routedPath(req)) || READ_ONLY.has(procedureOf(req))) return done();
+    // An unknown route runs nothing: its 404 needs no key.
+    if (req.method !== "POST" || header === undefined || !req.principal || req.is404 || !isApiPath(routedPath(req)) || READ_ONLY.has(procedureOf(req))) return done();
     claim(req, reply, req.principal, header).then((answered) => answered || done(), done);
   });
 
