@@ -187,6 +187,13 @@ describe("webhook endpoints: get, update, enable and disable, rotate the secret"
     expect(after!.headers["webhook-signature"]!.split(" ")).toHaveLength(1);
     for (const old of [endpoint.secret, rotated.body.secret]) expect(() => new Webhook(old).verify(after!.body, after!.headers)).toThrow();
     expectError(await server.request("POST", `/v1/webhook_endpoints/${endpoint.id}/rotate_secret`, { body: { expire_previous_in_seconds: 8 * 86400 }, key }), 400, "validation_error");
+    // A JSON body is typed as sent: nothing of another type passes as a number (null as 0 would end the previous secret at once).
+    for (const wrong of [null, "", [], true, "60", [5]])
+      for (const path of [`/v1/webhook_endpoints/${endpoint.id}/rotate_secret`, "/trpc/webhookEndpoints.rotateSecret"]) {
+        const body = path.startsWith("/trpc/") ? { id: endpoint.id, expire_previous_in_seconds: wrong } : { expire_previous_in_seconds: wrong };
+        const err = expectError(await server.request("POST", path, { body, key }), 400, "validation_error");
+        expect(JSON.stringify(err.details ?? err)).toContain("expire_previous_in_seconds");
+      }
   });
 
   it("many rotations at once: each answer's secret was in force, the last one signs", async () => {

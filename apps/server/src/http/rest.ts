@@ -30,7 +30,8 @@ const queryInput = (req: FastifyRequest) => getQuery(req as never, undefined as 
  * becomes a Fastify route at `prefix` + its path, `{id}` as a path parameter. This is the work of
  * trpc-to-openapi's handler, done once at start-up instead of on every request: the handler
  * parsed the URL, tried each procedure's path pattern, unwrapped the input schema and switched on
- * coercion of its query fields (coerceSchema, now once per procedure), and built a caller proxy.
+ * coercion of its fields (coerceSchema, now once per procedure, and for query strings only), and
+ * built a caller proxy.
  * Per request only this is left: the input (the query for GET, the JSON body otherwise, with the
  * path parameters beside it), the procedure call, and its status from the context (`answer`).
  */
@@ -39,8 +40,10 @@ export function registerRest(app: FastifyInstance, prefix: string, router: AnyRo
     const type = procedure._def.type;
     const schema = unwrapZodType(getInputOutputParsers(procedure).inputParser, true);
     const takesInput = !instanceofZodTypeLikeVoid(schema);
-    if (instanceofZodTypeObject(schema)) coerceSchema(schema);
     const withBody = acceptsRequestBody(openapi.method);
+    // Query strings carry text: their numbers and booleans are coerced. A JSON body is typed as
+    // sent (coerced, `null` or `""` would pass as 0), as are the path's ids, which are text anyway.
+    if (!withBody && instanceofZodTypeObject(schema)) coerceSchema(schema);
     const pathParams = [...openapi.path.matchAll(PATH_PARAM)].map((m) => m[1]!);
     app.route({
       method: openapi.method,
