@@ -59,6 +59,18 @@ describe(`rate limits (${dbKind})`, () => {
     expectError(await s.request("GET", "/admin/v1/nope", { key: null, headers: { authorization: "Bearer adm_guessed_0123456789abcdef" } }), 429, "rate_limited");
   });
 
+  it("/mcp passes on the API's refusal with its headers, RateLimit-Reset a timestamp within the hour", async () => {
+    const key = await (await s.newAccount()).key();
+    for (let i = 0; i < 5; i++) expect((await s.request("GET", "/v1/balance", { key })).status).toBe(200);
+    const refused = await s.request("POST", "/mcp", {
+      key,
+      headers: { accept: "application/json, text/event-stream" },
+      body: { jsonrpc: "2.0", id: 1, method: "tools/list" },
+    });
+    expectError(refused, 429, "rate_limited");
+    expectRateHeaders(refused, 5);
+  });
+
   it("unknown routes count against the key like any, with the headers, and store no Idempotency-Key", async () => {
     const key = await (await s.newAccount()).key();
     const missing = await s.request("POST", "/v1/nope", { key, headers: { "idempotency-key": "nope-1" } });

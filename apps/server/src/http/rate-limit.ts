@@ -56,8 +56,12 @@ export async function registerRateLimit(app: FastifyInstance, perHour: number, r
   if (redis) app.addHook("onClose", async () => void (await redis.quit().catch(() => redis.disconnect())));
 }
 
-/** RateLimit-Reset as the spec wants it, a unix timestamp (the plugin sets seconds until reset). Also for replies sent without onSend (event streams). */
+/**
+ * RateLimit-Reset as the spec wants it, a unix timestamp (the plugin sets seconds until reset, at
+ * most the hour's window). Also for replies sent without onSend (event streams). A value past the
+ * window is a timestamp already (/mcp passes on the inner API call's), and is left as it is.
+ */
 export function resetAsTimestamp(reply: FastifyReply): void {
-  const untilReset = reply.getHeader("ratelimit-reset");
-  if (untilReset !== undefined) reply.header("ratelimit-reset", Math.floor(Date.now() / 1000) + Number(untilReset));
+  const untilReset = Number(reply.getHeader("ratelimit-reset"));
+  if (untilReset >= 0 && untilReset <= HOUR_MS / 1000) reply.header("ratelimit-reset", Math.floor(Date.now() / 1000) + untilReset);
 }
