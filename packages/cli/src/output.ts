@@ -30,6 +30,31 @@ export function colorEnabled(stream: NodeJS.WriteStream, opts: OutputOptions, en
 const ANSI = /\x1b\[[0-9;]*m/g;
 export const visibleLength = (s: string) => s.replace(ANSI, "").length;
 
+/** The parameters of our own styles' escape sequences: the only ones printed as they are. */
+const OWN_SGR = new Set<string>(Object.values(CODES).flatMap((codes) => codes.map(String)));
+const ownStyle = (params: string) => params.split(";").every((p) => OWN_SGR.has(p));
+/** ESC and the SGR sequence it may start. */
+const ESCAPES = /\x1b(\[[0-9;]*m)?/g;
+/**
+ * Control characters but ESC (handled above), tab and newline: C0, DEL, C1, and the bidirectional
+ * controls and separators, which could make a text read as another.
+ */
+const CONTROLS = /[\x00-\x08\x0b-\x1a\x1c-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
+const LINE_BREAKS = /[\n\t]/g;
+const escaped = (c: string) => (c === "\n" ? "\\n" : c === "\t" ? "\\t" : c === "\r" ? "\\r" : `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
+
+/**
+ * Text for the terminal, whatever it holds: API data carries what agents wrote (a purpose, an
+ * agent id, a merchant's name), which must not move the cursor, hide text, draw a fake row or
+ * rename the window before a human who approves from it. Control characters are shown escaped
+ * (`\u001b[8m`, `\r`), our own styles kept; `oneLine` escapes line breaks and tabs too (a table
+ * cell, a summary).
+ */
+export function terminalSafe(s: string, oneLine = false): string {
+  const text = s.replace(ESCAPES, (seq, sgr: string | undefined) => (sgr && ownStyle(sgr.slice(1, -1)) ? seq : `\\u001b${sgr ?? ""}`)).replace(CONTROLS, escaped);
+  return oneLine ? text.replace(LINE_BREAKS, escaped) : text;
+}
+
 export class Output {
   readonly json: boolean;
   readonly color: boolean;
@@ -58,11 +83,11 @@ export class Output {
   }
 
   line(s = ""): void {
-    this.stdout.write(s + "\n");
+    this.stdout.write(terminalSafe(s) + "\n");
   }
 
   err(s = ""): void {
-    this.stderr.write(s + "\n");
+    this.stderr.write(terminalSafe(s) + "\n");
   }
 
   printJson(value: unknown): void {
@@ -100,7 +125,8 @@ export class Output {
    * not a terminal). To fit, the `shrink` columns (PURPOSE first) are cut with "…", down to 8
    * characters each (or their header), and if that is not enough the `drop` columns are left out, in order.
    */
-  table(headers: string[], rows: string[][], empty = "Nothing to show.", o: { shrink?: string[]; drop?: string[] } = {}): void {
+  table(headers: string[], cells: string[][], empty = "Nothing to show.", o: { shrink?: string[]; drop?: string[] } = {}): void {
+    const rows = cells.map((row) => row.map((cell) => terminalSafe(cell, true)));
     if (rows.length === 0) {
       this.line(this.style(empty, "dim"));
       return;
@@ -139,7 +165,7 @@ export class Output {
   /** Key/value pairs, keys aligned. */
   kv(pairs: Array<[string, string]>): void {
     const width = Math.max(...pairs.map(([k]) => k.length));
-    for (const [k, v] of pairs) this.line(`${this.style(k.padEnd(width), "dim")}  ${v}`);
+    for (const [k, v] of pairs) this.line(`${this.style(k.padEnd(width), "dim")}  ${terminalSafe(v, true)}`);
   }
 
   /** A spinner on stderr while `work` runs, only when stderr is a TTY and not --json. */

@@ -193,3 +193,34 @@ describe("pipes", () => {
     expect(r.stderr).toContain("cardctl exited 0");
   });
 });
+
+describe("what agents wrote reaches the terminal escaped", () => {
+  // A purpose that would draw a fake row, hide what follows and retitle the window; an agent id that moves the cursor.
+  const purpose = "legit\nappr_FAKE  PENDING  $0.01  x\x1b[8mhidden\x1b[0m\r\u202eevil";
+  const agent = "ag\x1b[2A\x1b]0;pwned\x07";
+  /** Every escape sequence in the output is one of the CLI's own styles. */
+  const onlyOwnStyles = (text: string) => expect(text.match(/\x1b(\[[0-9;]*m)?/g)?.filter((seq) => !/^\x1b\[(1|2|7|22|27|3[1-6]|39|90)m$/.test(seq)) ?? []).toEqual([]);
+
+  it("approvals list, cards get and events list: one row each, control characters shown as escapes, the CLI's own colours kept", async () => {
+    const created = await s.request("POST", "/v1/cards", { body: { amount_cents: 444, agent_id: agent, purpose, policy_override: { approval_required: true } } });
+    expect(created.status).toBe(202);
+    const approvals = await cli(["approvals", "list"], { COLUMNS: "400", FORCE_COLOR: "1" });
+    expect(approvals.code).toBe(0);
+    onlyOwnStyles(approvals.stdout);
+    expect(approvals.stdout).not.toMatch(/[\r\x07\u202e]/);
+    expect(approvals.stdout.split("\n").filter((line) => line.includes("appr_FAKE"))).toHaveLength(1);
+    expect(approvals.stdout).toContain("legit\\nappr_FAKE");
+    expect(approvals.stdout).toContain("\\u001b[8mhidden");
+    const issued = await s.request("POST", "/v1/cards", { body: { amount_cents: 445, agent_id: agent, purpose } });
+    const card = await cli(["cards", "get", issued.body.id], { FORCE_COLOR: "1" });
+    expect(card.code).toBe(0);
+    onlyOwnStyles(card.stdout);
+    expect(card.stdout).toContain("ag\\u001b[2A\\u001b]0;pwned\\u0007");
+    const events = await cli(["events", "list", "--limit", "5"], { COLUMNS: "400", FORCE_COLOR: "1" });
+    expect(events.code).toBe(0);
+    onlyOwnStyles(events.stdout);
+    expect(events.stdout).not.toContain("\x07");
+    // --json has the text as it is, JSON-escaped.
+    expect((await cli(["cards", "get", issued.body.id, "--json"])).json().purpose).toBe(purpose);
+  });
+});

@@ -3,10 +3,12 @@ import type { Command } from "commander";
 import { ctxOf } from "../context.js";
 import { parseLimit } from "../options.js";
 import { fetchList } from "../pages.js";
-import { relativeTime, truncate, type Output } from "../output.js";
+import { relativeTime, terminalSafe, truncate, type Output } from "../output.js";
 
-/** One line about what an event says happened, from its data.object. */
-export function summarize(out: Output, e: Pick<Event, "type" | "data">): string {
+/** One line about what an event says happened, from its data.object (what agents wrote in it shown escaped). */
+export const summarize = (out: Output, e: Pick<Event, "type" | "data">): string => terminalSafe(summary(out, e), true);
+
+function summary(out: Output, e: Pick<Event, "type" | "data">): string {
   const o = e.data.object as Record<string, any>;
   const [kind] = e.type.split(".");
   switch (kind) {

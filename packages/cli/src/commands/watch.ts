@@ -2,7 +2,7 @@ import type { Command } from "commander";
 import { createInterface, emitKeypressEvents } from "node:readline";
 import { ctxOf, type Ctx } from "../context.js";
 import { isApiError } from "../errors.js";
-import { relativeTime, truncate } from "../output.js";
+import { relativeTime, terminalSafe, truncate } from "../output.js";
 
 interface Approval {
   id: string;
@@ -65,7 +65,7 @@ async function scripted(ctx: Ctx, interval: number): Promise<void> {
     else out.line(text);
   };
   const describe = (a: Approval) =>
-    `pending ${a.id} ${out.money(a.amount_cents)} ${a.agent_id ?? "-"} ${JSON.stringify(a.purpose ?? "")} expires ${relativeTime(a.expires_at)}`;
+    `pending ${a.id} ${out.money(a.amount_cents)} ${terminalSafe(a.agent_id ?? "-", true)} ${JSON.stringify(a.purpose ?? "")} expires ${relativeTime(a.expires_at)}`;
 
   const refresh = async (printAll = false) => {
     const list = await fetchPending(ctx);
@@ -199,7 +199,7 @@ async function interactive(ctx: Ctx, interval: number): Promise<void> {
     if (list.length === 0) lines.push(out.style("  No pending requests. Waiting…", "dim"));
     list.forEach((a, i) => {
       // purpose last: it is what a narrow terminal cuts
-      const row = `${String(i + 1).padStart(2)}. ${a.id}  ${out.money(a.amount_cents).padStart(9)}  ${`expires ${relativeTime(a.expires_at)}`.padEnd(17)}  ${truncate(a.agent_id, 16).padEnd(16)}  ${a.purpose ?? "-"}`;
+      const row = `${String(i + 1).padStart(2)}. ${a.id}  ${out.money(a.amount_cents).padStart(9)}  ${`expires ${relativeTime(a.expires_at)}`.padEnd(17)}  ${truncate(terminalSafe(a.agent_id ?? "", true), 16).padEnd(16)}  ${terminalSafe(a.purpose ?? "-", true)}`;
       const text = row.slice(0, w - 3);
       lines.push(i === selected ? `${out.style("›", "cyan")} ${out.style(text, "inverse")}` : `  ${text}`);
     });
@@ -218,7 +218,7 @@ async function interactive(ctx: Ctx, interval: number): Promise<void> {
     }
     else lines.push(out.style("↑/↓ select · a approve · r reject · q quit", "dim"));
     if (message) lines.push(message);
-    process.stdout.write("\x1b[H\x1b[2J" + lines.join("\n") + "\n");
+    process.stdout.write("\x1b[H\x1b[2J" + lines.map((line) => terminalSafe(line)).join("\n") + "\n");
   };
 
   const refresh = async () => {
