@@ -39,6 +39,21 @@ describe("cards", () => {
     expect(card.last_four).toMatch(/^\d{4}$/);
   });
 
+  it("--idempotency-key: a retry answers with the same card; an empty key is a usage error, not a request without one", async () => {
+    const apiKey = await (await s.newAccount()).key();
+    const own = (args: string[]) => cli(args, { CARDCTL_API_KEY: apiKey });
+    const key = `order-${Date.now()}`;
+    const first = await own(["cards", "create", "--amount-cents", "777", "--idempotency-key", key, "--json"]);
+    const again = await own(["cards", "create", "--amount-cents", "777", "--idempotency-key", key, "--json"]);
+    expect(first.code).toBe(0);
+    expect(again.json().id).toBe(first.json().id);
+    const empty = await own(["cards", "create", "--amount-cents", "777", "--idempotency-key", ""]);
+    expect(empty.code).toBe(2);
+    expect(empty.stderr).toContain("--idempotency-key must be 1 to 199 characters (it is empty");
+    expect(await own(["cards", "create", "--amount-cents", "777", "--idempotency-key", "k".repeat(200)])).toMatchObject({ code: 2 });
+    expect((await s.request("GET", "/v1/cards", { key: apiKey })).body.data).toHaveLength(1);
+  });
+
   it("lists cards as a table and as JSON; filters, limit and --all", async () => {
     // A wide terminal ($COLUMNS when stdout is not a terminal): every column; at 80 see polish.test.ts.
     const t = await cli(["cards", "list"], { COLUMNS: "200" });

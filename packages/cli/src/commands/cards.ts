@@ -82,7 +82,11 @@ export function registerCards(program: Command): void {
       const params = cardRequestParams(ctx, o);
       const timeoutMs = parseDuration(o.timeout, "--timeout");
       if (o.purpose !== undefined) params.purpose = o.purpose;
-      const reqOpts = o.idempotencyKey ? { idempotencyKey: o.idempotencyKey } : undefined;
+      // An empty key (an unset $ORDER_ID) would silently drop the protection a retry relies on.
+      const key: string | undefined = o.idempotencyKey;
+      if (key !== undefined && (key.length < 1 || key.length > 199))
+        throw new UsageError(`--idempotency-key must be 1 to 199 characters${key === "" ? " (it is empty: is the variable you meant to pass unset?)" : ` (it has ${key.length})`}.`);
+      const reqOpts = key !== undefined ? { idempotencyKey: key } : undefined;
 
       const client = ctx.client();
       const created: any = await out.spin("Requesting a card", () => (client.cards.create as any)(params, reqOpts));
