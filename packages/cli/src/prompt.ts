@@ -18,6 +18,13 @@ export function ask(question: string, o: { hidden?: boolean } = {}): Promise<str
       rl.close();
       resolve(answer.trim());
     });
+    // Ctrl-C at the prompt is a cancel (exit 2), as at the login prompt; not a failure to read.
+    rl.on("SIGINT", () => {
+      answered = true;
+      rl.close();
+      process.stderr.write("\n");
+      reject(new UsageError("Cancelled (Ctrl-C)."));
+    });
     rl.on("close", () => {
       if (!answered) reject(new Error("No input (stdin closed)."));
     });

@@ -133,6 +133,15 @@ describe.skipIf(!hasScript)("on a terminal (pseudo-terminal)", () => {
     expect(await no.exited).toBe(2);
     expect((await s.request("GET", `/v1/cards/${card.id}`)).body.status).toBe("OPEN");
 
+    // Ctrl-C at the question cancels (exit 2), as "no" does.
+    const cancelled = inPty(["cards", "close", card.id]);
+    await cancelled.waitFor(`Close card ${card.id}?`);
+    cancelled.type("\x03");
+    await cancelled.waitFor("Cancelled (Ctrl-C).");
+    expect(await cancelled.exited).toBe(2);
+    expect(cancelled.output).not.toContain("No input");
+    expect((await s.request("GET", `/v1/cards/${card.id}`)).body.status).toBe("OPEN");
+
     const yes = inPty(["cards", "close", card.id]);
     await yes.waitFor(`Close card ${card.id}?`);
     yes.type("y\r");
