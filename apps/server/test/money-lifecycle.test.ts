@@ -181,34 +181,79 @@ describe(`money lifecycle scenarios (${dbKind}, ${processor})`, () => {
     expect((await s.request("GET", `/v1/cards/${c.id}`, { key: k })).body.spent_cents).toBe(250);
   });
 
-  it("a refund drawn on a charge still being retried waits for it, and waives it if it ends uncollected", async () => {
+  it("a refund draws on a charge still being retried before collected money: it waits for the charge (spending no attempts), and waives it if it ends uncollected", async () => {
     const { k, c, auth } = await authorizedInNewAccount(300);
     await whileFailing("charge", "fail", async () => {
       const txn = (await s.request("POST", `/v1/test_helpers/authorizations/${auth.id}/capture`, { key: k, body: { amount_cents: 500 } })).body;
       await s.request("POST", `/v1/test_helpers/transactions/${txn.id}/refund`, { key: k, body: { amount_cents: 400 } });
+      // The charge fails again and again meanwhile: the refund waiting for it is no failure of its own.
+      for (let i = 0; i < 3; i++) {
+        await s.query("UPDATE payments SET next_attempt_at = 0 WHERE card_id = ? AND status = 'pending'", [c.id]);
+        await s.app.services.maintenance.run();
+      }
     });
-    const payments = async () => (await s.query("SELECT kind, amount_cents, status FROM payments WHERE card_id = ? ORDER BY seq", [c.id])).map((p) => [p.kind, Number(p.amount_cents), p.status]);
-    expect(await payments()).toEqual([
-      ["hold_capture", 300, "succeeded"],
-      ["charge", 200, "pending"],
-      ["refund", 300, "succeeded"],
-      ["refund", 100, "pending"],
-    ]);
+    const payments = async () =>
+      (await s.query("SELECT kind, amount_cents, status, attempts FROM payments WHERE card_id = ? ORDER BY seq", [c.id])).map((p) => [p.kind, Number(p.amount_cents), p.status, Number(p.attempts)]);
+    const [, charge, waiting] = await payments();
+    expect(charge!.slice(0, 3)).toEqual(["charge", 200, "pending"]);
+    expect(Number(charge![3])).toBeGreaterThanOrEqual(4);
+    expect(waiting).toEqual(["refund", 200, "pending", 0]);
+    expect((await payments())[3]!.slice(0, 3)).toEqual(["refund", 200, "succeeded"]);
     await whileFailing("charge", "decline", async () => {
       for (let i = 0; i < 2; i++) {
         await s.query("UPDATE payments SET next_attempt_at = 0 WHERE card_id = ? AND status = 'pending'", [c.id]);
         await s.app.services.maintenance.run();
       }
     });
-    expect(await payments()).toEqual([
+    expect((await payments()).map((p) => p.slice(0, 3))).toEqual([
       ["hold_capture", 300, "succeeded"],
       ["charge", 200, "uncollected"],
-      ["refund", 300, "succeeded"],
-      ["refund", 100, "waived"],
+      ["refund", 200, "waived"],
+      ["refund", 200, "succeeded"],
     ]);
-    // Settled 500, refunded 400: 100 owed, none of it collected.
-    expect((await s.request("GET", "/v1/balance", { key: k })).body.uncollected_cents).toBe(100);
-    expect(await collected(c.id)).toBe(0);
+    // Settled 500, refunded 400: 100 owed, and it is collected: the charge that failed was the one refunded.
+    expect((await s.request("GET", "/v1/balance", { key: k })).body.uncollected_cents).toBe(0);
+    expect(await collected(c.id)).toBe(100);
+  });
+
+  it("a refund reaching a charge that needs an operator before any money moved: collected money first, the rest needs the operator too", async () => {
+    const { k, c, auth } = await authorizedInNewAccount(300);
+    await whileFailing("charge", "fail", async () => {
+      await s.request("POST", `/v1/test_helpers/authorizations/${auth.id}/capture`, { key: k, body: { amount_cents: 500 } });
+      for (let i = 0; i < 10; i++) {
+        await s.query("UPDATE payments SET next_attempt_at = 0 WHERE card_id = ? AND status = 'pending'", [c.id]);
+        await s.app.services.maintenance.run();
+      }
+    });
+    const txn = (await s.request("GET", `/v1/transactions?card_id=${c.id}`, { key: k })).body.data[0];
+    expect((await s.request("POST", `/v1/test_helpers/transactions/${txn.id}/refund`, { key: k, body: { amount_cents: 400 } })).status).toBe(201);
+    const rows = await s.query("SELECT kind, amount_cents, status, last_error FROM payments WHERE card_id = ? ORDER BY seq", [c.id]);
+    expect(rows.map((p) => [p.kind, Number(p.amount_cents), p.status])).toEqual([
+      ["hold_capture", 300, "succeeded"],
+      ["charge", 200, "attention"],
+      ["refund", 300, "succeeded"],
+      ["refund", 100, "attention"],
+    ]);
+    expect(rows[3]!.last_error).toMatch(/^waiting for the payment it refunds \(pay_\w+\), which needs an operator$/);
+  });
+
+  it("a refund drawn on a charge still being retried is given back from it once the charge succeeds", async () => {
+    const { k, c, auth } = await authorizedInNewAccount(300);
+    await whileFailing("charge", "fail", async () => {
+      const txn = (await s.request("POST", `/v1/test_helpers/authorizations/${auth.id}/capture`, { key: k, body: { amount_cents: 500 } })).body;
+      await s.request("POST", `/v1/test_helpers/transactions/${txn.id}/refund`, { key: k, body: { amount_cents: 150 } });
+    });
+    for (let i = 0; i < 2; i++) {
+      await s.query("UPDATE payments SET next_attempt_at = 0 WHERE card_id = ? AND status = 'pending'", [c.id]);
+      await s.app.services.maintenance.run();
+    }
+    const rows = await s.query("SELECT kind, amount_cents, status FROM payments WHERE card_id = ? ORDER BY seq", [c.id]);
+    expect(rows.map((p) => [p.kind, Number(p.amount_cents), p.status])).toEqual([
+      ["hold_capture", 300, "succeeded"],
+      ["charge", 200, "succeeded"],
+      ["refund", 150, "succeeded"],
+    ]);
+    expect(await collected(c.id)).toBe(350);
   });
 
   it("test helpers refuse what no network would do: capturing a reversal or a verification, refunding more than the capture", async () => {

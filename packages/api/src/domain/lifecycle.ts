@@ -19,7 +19,7 @@ import type { Deps, Principal } from "./deps.js";
 import { AppError, notFound } from "./errors.js";
 import { newId } from "./ids.js";
 import { pageOf, type Page, type PageQuery } from "./paging.js";
-import type { NewPayment, PaymentQueue } from "./payments.js";
+import { moneyMoved, type NewPayment, type PaymentQueue } from "./payments.js";
 import { commitWithEvents, PROCESSOR, SYSTEM, type NewEvent } from "./events.js";
 import { authorizationView, cardListView, holdView, transactionView } from "./views.js";
 
@@ -89,9 +89,18 @@ interface LedgerPlan {
 }
 
 /**
- * The refund payments that give `amount` back from a card's collections (hold capture, charges):
- * first from charges never collected (those refunds waive them), then the others in order, each
- * never below what refunds drew on it already.
+ * Which of a card's collections a refund draws on first: charges never collected (the refund
+ * waives them), then those still being collected (the refund waits: it gives the money back if
+ * it is collected, waives it if not), then what was collected, and last a collection that needs an
+ * operator before any money moved. Collected money drawn before a charge still being retried would
+ * leave that charge owed in full when it fails.
+ */
+const drawOrder = (p: Payment): number =>
+  p.status === "uncollected" ? 0 : p.status === "pending" ? 1 : moneyMoved(p) ? 2 : 3;
+
+/**
+ * The refund payments that give `amount` back from a card's collections (hold capture, charges),
+ * in drawOrder, then in the order they were made, each never below what refunds drew on it already.
  */
 function refundDraws(payments: Payment[], amount: number): NewPayment[] {
   const drawn = new Map<string, number>();
@@ -99,7 +108,7 @@ function refundDraws(payments: Payment[], amount: number): NewPayment[] {
   const sources = payments.filter((p) => p.kind !== "refund");
   const draws: NewPayment[] = [];
   let left = amount;
-  for (const source of [...sources.filter((p) => p.status === "uncollected"), ...sources.filter((p) => p.status !== "uncollected")]) {
+  for (const source of [0, 1, 2, 3].flatMap((rank) => sources.filter((p) => drawOrder(p) === rank))) {
     const take = Math.min(left, source.amount_cents - (drawn.get(source.id) ?? 0));
     if (take > 0) draws.push({ kind: "refund", amount_cents: take, refund_of: source.id });
     left -= Math.max(take, 0);

@@ -11,6 +11,9 @@ import { callProcessor } from "./processor-call.js";
 import { commitWithEvents, SYSTEM } from "./events.js";
 import { operatorPaymentView } from "./views.js";
 
+/** A refund waiting for its payment is tried this long after that payment's next attempt. */
+const WAIT_AFTER_SOURCE_MS = 1_000;
+
 /** One key per payment and kind: a capture that became a charge calls another endpoint with other parameters. */
 const processorKey = (payment: Payment) => `${payment.id}:${payment.kind}`;
 
@@ -20,6 +23,12 @@ const excessRefundFailed = (payment: Payment, error: string) =>
 
 /** A payment row to insert with the transaction that causes it (runAtomically). */
 export type NewPayment = Pick<Payment, "kind" | "amount_cents" | "refund_of">;
+
+/**
+ * Whether a collection's money moved: collected, or collected and then in need of an operator
+ * (what the processor's minimum took beyond it could not be given back). A refund may draw on it.
+ */
+export const moneyMoved = (p: Payment): boolean => p.status === "succeeded" || (p.status === "attention" && p.processor_payment_id !== null);
 
 /**
  * The money that moves between the account's payment method and the card processor because a
@@ -119,7 +128,7 @@ export class PaymentQueue {
     const card = (await this.cards.findOneBy({ id: payment.card_id }))!;
     try {
       const done = await this.carryOut(payment, card);
-      if (done === null) return this.later(payment, "waiting for the payment it refunds");
+      if (done === null) return this.waitForSource(payment);
       const { excessRefundFailure, ...made } = done;
       if (excessRefundFailure) {
         // The money moved, but more than the payment's amount of it: an operator gives the rest back.
@@ -129,6 +138,7 @@ export class PaymentQueue {
         { id, status: "pending" },
         { ...made, lease_until: null, next_attempt_at: null, last_error: null, updated_at: Date.now() },
       );
+      if (payment.kind !== "refund") await this.runWaitingRefunds(payment);
       return true;
     } catch (err) {
       if (err instanceof HoldUnavailableError) {
@@ -152,7 +162,7 @@ export class PaymentQueue {
   private async carryOut(payment: Payment, card: Card): Promise<(Pick<Payment, "status" | "processor_payment_id"> & Collected) | null> {
     const source = payment.kind === "refund" ? await this.repo.findOneBy({ id: payment.refund_of! }) : null;
     if (source?.status === "uncollected") return { status: "waived", processor_payment_id: null };
-    if (payment.kind === "refund" && source?.status !== "succeeded") return null;
+    if (payment.kind === "refund" && !moneyMoved(source!)) return null;
     const processor = this.deps.processors(card.mode);
     const pa = processorAccount(await this.accounts.get(card.account_id), card.mode);
     const timeout = this.deps.config.processorTimeoutMs;
@@ -182,6 +192,42 @@ export class PaymentQueue {
   private async stop(payment: Payment, status: "uncollected" | "attention", error: string, made: Partial<Payment> = {}): Promise<boolean> {
     await this.conclude(payment, { ...made, status, lease_until: null, next_attempt_at: null, last_error: error.slice(0, 500), updated_at: Date.now() });
     return false;
+  }
+
+  /** The refunds that waited for a payment just made are carried out now, not at their next turn. */
+  private async runWaitingRefunds(source: Payment): Promise<void> {
+    const waiting = await this.repo.find({ where: { card_id: source.card_id, refund_of: source.id, status: "pending" } });
+    for (const refund of waiting) await this.runNow(refund.id);
+  }
+
+  /** One pending payment's attempt now, whenever its next one was due. */
+  private async runNow(id: string): Promise<boolean> {
+    await this.repo.update({ id, status: "pending" }, { next_attempt_at: Date.now() });
+    return this.attempt(id);
+  }
+
+  /**
+   * A refund of a payment not made yet: waiting is no failed attempt. It is tried again right after
+   * the payment's own next attempt; a payment that needs an operator before any money moved leaves
+   * its refunds to the operator too.
+   */
+  private async waitForSource(payment: Payment): Promise<boolean> {
+    const source = (await this.repo.findOneBy({ id: payment.refund_of! }))!;
+    const waiting = `waiting for the payment it refunds (${source.id})`;
+    if (source.status === "attention") return this.stop(payment, "attention", `${waiting}, which needs an operator`);
+    const now = Date.now();
+    await this.conclude(payment, {
+      status: "pending",
+      attempts: payment.attempts - 1,
+      lease_until: null,
+      next_attempt_at: Math.max(source.next_attempt_at ?? now, now) + WAIT_AFTER_SOURCE_MS,
+      last_error: waiting,
+      updated_at: now,
+    });
+    // Made while this attempt looked (its runWaitingRefunds found this one still claimed): go on now.
+    const again = await this.repo.findOneBy({ id: source.id });
+    if (!again || !moneyMoved(again)) return false;
+    return this.runNow(payment.id);
   }
 
   /** A failed attempt: the next one after a backoff, or attention after too many. */
