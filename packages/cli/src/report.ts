@@ -104,7 +104,9 @@ export function reportError(err: unknown, out: Output, ctx: ReportContext = {}):
     const human = humanize(err.code, err.message, details, ctx.dollarFlags, ctx.flagNames);
     out.err(`${red("Error:")} ${human.message}`);
     out.err(dim(`  code: ${err.code}${err.status ? ` (HTTP ${err.status})` : ""}${err.requestId ? `  request id: ${err.requestId}` : ""}`));
-    for (const hint of hints(err.code, { ...details, issues: human.issues }, err.status, err.message)) out.err(`  ${hint}`);
+    // --max of `cards create` (policy_override) may be what set the maximum, not the policy.
+    const ownMax = ctx.dollarFlags?.["policy_override.max_amount_cents"]?.flag;
+    for (const hint of hints(err.code, { ...details, issues: human.issues }, err.status, err.message, ownMax)) out.err(`  ${hint}`);
     return code;
   }
 
@@ -117,7 +119,7 @@ export function reportError(err: unknown, out: Output, ctx: ReportContext = {}):
 }
 
 /** What to do next about an error code (also used for the reasons of `policy check`). */
-export function hints(code: string, d: Record<string, unknown>, status?: number, message = ""): string[] {
+export function hints(code: string, d: Record<string, unknown>, status?: number, message = "", ownMaxFlag?: string): string[] {
   switch (code) {
     case "setup_required": {
       const missing = Array.isArray(d.missing) ? (d.missing as string[]) : [];
@@ -137,7 +139,9 @@ export function hints(code: string, d: Record<string, unknown>, status?: number,
       if (max === undefined) return [];
       return [
         `The policy maximum per card is ${formatMoney(max)}${req !== undefined ? ` (requested ${formatMoney(req)})` : ""}.`,
-        `Ask for at most ${formatMoney(max)}, or raise it with \`cardctl policy set --max <amount>\` (a full key is needed).`,
+        ownMaxFlag
+          ? `Ask for at most ${formatMoney(max)}: this request's ${ownMaxFlag} may have set it (it only lowers the policy's maximum); raise or drop ${ownMaxFlag}.`
+          : `Ask for at most ${formatMoney(max)}, or raise it with \`cardctl policy set --max <amount>\` (a full key is needed).`,
       ];
     }
     case "unauthorized":

@@ -236,6 +236,9 @@ describe("errors and exit codes", () => {
     expect(r.code).toBe(1);
     expect(r.stderr).toContain("code: policy_violation (HTTP 403)");
     expect(r.stderr).toContain("The policy maximum per card is $10.00 (requested $12.50)");
+    // The maximum came from this request's own --max: raising the policy would change nothing.
+    expect(r.stderr).toContain("this request's --max may have set it");
+    expect(r.stderr).not.toContain("cardctl policy set");
     expect(r.stderr).toMatch(/request id: req_\w+/);
     const j = await cli(["cards", "create", "--amount", "12.50", "--max", "10.00", "--json"]);
     expect(j.code).toBe(1);

@@ -172,7 +172,8 @@ export class HttpClient {
         ({ res, body } = await fetchOnce(this.#fetch, url, { method: spec.method, headers, body: payload }, {
           signal,
           timeoutMs,
-          request: `${spec.method} ${spec.path}`,
+          // The path as the server has it (/v1/cards): the message names the request's whole URL.
+          request: `${spec.method} /v1${spec.path}`,
           where: this.baseUrl,
         }));
       } catch (err) {

@@ -43,6 +43,7 @@ describe("retries against the real server", () => {
       const err = await c.cards.create({ amount_cents: 100 }).catch((e) => e);
       expect(err).toBeInstanceOf(TimeoutError);
       expect(err.code).toBe("timeout");
+      expect(err.message).toBe("POST /v1/cards timed out after 200 ms.");
       const keys = proxy.idempotencyKeys();
       expect(keys).toHaveLength(2);
       expect(keys[0]).toBe(keys[1]);
