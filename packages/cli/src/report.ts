@@ -66,9 +66,9 @@ export function humanize(code: string, message: string, details: Record<string, 
   if (code === "validation_error")
     for (const [path, flag] of Object.entries(flagNames)) {
       // "Invalid request: types has …" → "Invalid request: --events has …", in the message and each issue.
-      const named = new RegExp(`(^|: |; )${path}(?=[ :])`, "g");
+      const named = new RegExp(`(^|: |; )${path.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}(?=[ :])`, "g");
       msg = msg.replace(named, `$1${flag}`);
-      issues = issues.map((i) => (String(i.path) === path ? { path: flag, message: i.message } : i));
+      issues = issues.map((i) => (String(i.path) === path ? { path: flag, message: i.message?.replace(named, `$1${flag}`) } : i));
     }
   return { message: msg, issues };
 }

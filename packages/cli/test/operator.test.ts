@@ -108,7 +108,13 @@ describe("operator commands", () => {
     const bad = await run(["accounts", "set-cardholder", acct.id, ...CARDHOLDER_ARGS, "--name", "Acme 2000"], { env });
     expect(bad.code).toBe(1);
     expect(bad.stderr).toContain("validation_error");
-    expect(bad.stderr).toMatch(/Invalid request: name must be letters/);
+    expect(bad.stderr).toMatch(/Invalid request: --name must be letters/);
+    // The API's fields are named as the flags typed.
+    const badFields = await run(["accounts", "set-cardholder", acct.id, ...CARDHOLDER_ARGS, "--postal-code", "", "--phone", "abc"], { env });
+    expect(badFields.code).toBe(1);
+    expect(badFields.stderr).toContain("--postal-code must not be empty");
+    expect(badFields.stderr).toMatch(/--phone must be a phone number/);
+    expect(badFields.stderr).not.toMatch(/billing\.postal_code|phone_number/);
     expect((await run(["accounts", "set-cardholder", "acct_doesnotexist", ...CARDHOLDER_ARGS], { env })).code).toBe(1);
     // Nothing of the refused calls was saved.
     expect((await run(["accounts", "get", acct.id, "--json"], { env })).json().cardholder.name).toBe("Mary Ann Smith");

@@ -31,6 +31,20 @@ function printAccount(ctx: Ctx, a: any): void {
   ]);
 }
 
+/** The cardholder's fields, as `accounts set-cardholder` takes them. */
+const CARDHOLDER_FLAGS: Record<string, string> = {
+  name: "--name",
+  "billing.line1": "--line1",
+  "billing.line2": "--line2",
+  "billing.city": "--city",
+  "billing.state": "--state",
+  "billing.postal_code": "--postal-code",
+  "billing.country": "--country",
+  email: "--email",
+  phone_number: "--phone",
+  tax_id: "--tax-id",
+};
+
 const OPERATOR_HELP =
   "\nOperator commands call the operator API (/admin/v1) with the admin token: --admin-token or CARDCTL_ADMIN_TOKEN.";
 
@@ -139,6 +153,8 @@ export function registerOperator(program: Command): void {
         cmd: Command,
       ) => {
         const ctx = ctxOf(cmd);
+        // The API's complaints name the flags typed (--postal-code), not its fields (billing.postal_code).
+        Object.assign(ctx.flagNames, CARDHOLDER_FLAGS);
         if (!["company", "individual"].includes(o.type)) throw new UsageError("--type must be company or individual.");
         if (o.taxId !== undefined && o.type !== "company") throw new UsageError("--tax-id is for company cardholders only.");
         const body: Record<string, unknown> = {
