@@ -144,17 +144,23 @@ describe(`idempotency (${dbKind})`, () => {
     expect(withEmpty.headers.get("idempotent-replayed")).toBe("true");
   });
 
-  it("a replayed stored error keeps the first request's request_id in its body; the header is the replay's own", async () => {
+  it("a replayed stored error names the replay's own request id, in its body as in Request-Id; Original-Request names the first", async () => {
     const acct = await s.newAccount({ kyb: false });
     const key = await acct.key();
     const first = await create("err-1", { amount_cents: 100 }, key);
     expectError(first, 403, "setup_required");
     const again = await create("err-1", { amount_cents: 100 }, key);
     expect(again.status).toBe(403);
-    expect(again.body).toEqual(first.body);
+    expect(again.body).toEqual({ error: { ...first.body.error, request_id: again.headers.get("request-id") } });
     expect(again.headers.get("idempotent-replayed")).toBe("true");
-    expect(again.body.error.request_id).toBe(first.body.error.request_id);
     expect(again.headers.get("request-id")).not.toBe(first.headers.get("request-id"));
+    expect(again.headers.get("original-request")).toBe(first.body.error.request_id);
+    // On tRPC too.
+    const t1 = await s.request("POST", "/trpc/cards.create", { key, body: { amount_cents: 100 }, headers: { "idempotency-key": "err-trpc-1" } });
+    const t2 = await s.request("POST", "/trpc/cards.create", { key, body: { amount_cents: 100 }, headers: { "idempotency-key": "err-trpc-1" } });
+    expect(t2.headers.get("idempotent-replayed")).toBe("true");
+    expect(JSON.stringify(t2.body)).toContain(`"request_id":"${t2.headers.get("request-id")}"`);
+    expect(t2.headers.get("original-request")).toBe(t1.headers.get("request-id"));
   });
 
   it("an approve retried with its key after only its answer was lost returns the card (201)", async () => {

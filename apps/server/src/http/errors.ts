@@ -131,7 +131,7 @@ export function registerErrorShaping(app: FastifyInstance) {
   });
 
   app.addHook("onSend", (req, reply, payload, done) => {
-    // A replayed stored error is sent as stored: its body keeps the first request's request_id.
+    // A replayed stored error is sent as stored (its request_id made this request's: idempotency.ts).
     if (reply.statusCode < 400 || typeof payload !== "string" || reply.hasHeader("idempotent-replayed") || req.processorErrorShape) return done(null, payload);
     done(null, JSON.stringify(req.errorEnvelope ?? normalize(req, payload)));
   });

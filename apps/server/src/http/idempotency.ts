@@ -28,6 +28,20 @@ const READ_ONLY = new Set<string>([...READ_ONLY_POSTS.rest, ...READ_ONLY_POSTS.t
 /** POSTs whose answer holds a key's secret, never stored: a key on them is refused. */
 const SECRET_ANSWER = new Set<string>(SECRET_ANSWER_POSTS.trpc.map((p) => `/trpc/${p}`));
 
+/** The request id a stored error envelope carries (`"request_id":"req_…"`). */
+const STORED_REQUEST_ID = /"request_id":"(req_[A-Za-z0-9]+)"/;
+
+/**
+ * A stored answer as replayed: an error's envelope names this request's id, as every error's does
+ * (its Request-Id header), and `Original-Request` names the request that made the answer.
+ */
+function replayed(req: FastifyRequest, reply: FastifyReply, body: string): string {
+  const original = STORED_REQUEST_ID.exec(body)?.[1];
+  if (!original) return body;
+  reply.header("Original-Request", original);
+  return body.replaceAll(`"request_id":"${original}"`, `"request_id":"${req.id}"`);
+}
+
 /** An empty JSON object is no body: a bodyless POST (close, approve) and one sending `{}` are the same request. */
 const bodyOf = (req: FastifyRequest) => (req.body !== null && typeof req.body === "object" && !Array.isArray(req.body) && Object.keys(req.body).length === 0 ? undefined : req.body);
 const requestHash = (req: FastifyRequest) => sha256(`${req.method} ${requestPath(req)}\n${canonical(bodyOf(req))}`);
@@ -70,7 +84,7 @@ export function registerIdempotency(app: FastifyInstance, services: Services) {
     const keyId = principal.ownerId ? `${principal.keyId}:${principal.mode}` : principal.keyId;
     const outcome = await services.idempotency.begin(keyId, key, requestHash(req));
     if (outcome.kind === "replay") {
-      reply.code(outcome.status).header("Idempotent-Replayed", "true").type("application/json").send(outcome.body);
+      reply.code(outcome.status).header("Idempotent-Replayed", "true").type("application/json").send(replayed(req, reply, outcome.body));
       return true;
     }
     req.idempotency = { keyId, key, scope: outcome.scope, retry: outcome.retry };
