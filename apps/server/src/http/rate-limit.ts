@@ -57,11 +57,12 @@ export async function registerRateLimit(app: FastifyInstance, perHour: number, r
 }
 
 /**
- * RateLimit-Reset as the spec wants it, a unix timestamp (the plugin sets seconds until reset, at
- * most the hour's window). Also for replies sent without onSend (event streams). A value past the
- * window is a timestamp already (/mcp passes on the inner API call's), and is left as it is.
+ * RateLimit-Reset as the spec wants it, a unix timestamp (the plugin sets whole seconds until
+ * reset, rounded up, at most the hour's window), rounded up too: never before the window resets,
+ * so a client that waits for it is not refused again. Also for replies sent without onSend (event
+ * streams). A value past the window is a timestamp already (/mcp passes on the inner API call's).
  */
 export function resetAsTimestamp(reply: FastifyReply): void {
   const untilReset = Number(reply.getHeader("ratelimit-reset"));
-  if (untilReset >= 0 && untilReset <= HOUR_MS / 1000) reply.header("ratelimit-reset", Math.floor(Date.now() / 1000) + untilReset);
+  if (untilReset >= 0 && untilReset <= HOUR_MS / 1000) reply.header("ratelimit-reset", Math.ceil(Date.now() / 1000) + untilReset);
 }
