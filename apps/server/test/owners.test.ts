@@ -219,6 +219,33 @@ describe(`owner sign-in limits and cookies (${dbKind})`, () => {
     }
   });
 
+  it("another address's failures never lock the owner out of theirs, a block is not made longer by attempts during it, and guessing spread over many addresses blocks the email for all", async () => {
+    const s = await startServer({ TRUST_PROXY: "127.0.0.1" });
+    try {
+      const account = await s.newAccount({ name: "Ivy's" });
+      const token = (await s.admin("POST", `/accounts/${account.id}/owners`, { email: "ivy@example.com" })).body.invite_url.split("#")[1];
+      expect((await s.request("POST", "/auth/invites/accept", { key: null, headers: { origin: ORIGIN }, body: { token, password: PASSWORD } })).status).toBe(200);
+      const from = (ip: string, password: string, email = "ivy@example.com") =>
+        s.request("POST", "/auth/sign-in", { key: null, headers: { origin: ORIGIN, "x-forwarded-for": ip }, body: { email, password } });
+      for (let i = 0; i < 5; i++) expectError(await from("203.0.113.7", `guess ${i}`), 401, "invalid_credentials");
+      const blocked = expectError(await from("203.0.113.7", PASSWORD), 429, "rate_limited");
+      const blockRows = async () => (await s.query("SELECT blocked_until FROM sign_in_failures WHERE blocked_until IS NOT NULL")).map((r) => Number(r.blocked_until));
+      const [until] = await blockRows();
+      for (let i = 0; i < 3; i++) expectError(await from("203.0.113.7", `guess again ${i}`), 429, "rate_limited");
+      expect(await blockRows()).toEqual([until]);
+      expect(blocked.details.retry_after_seconds).toBeGreaterThan(14 * 60);
+      // The owner, from their own address, with their password.
+      expect((await from("198.51.100.20", PASSWORD)).status).toBe(200);
+
+      // 50 failures spread over 10 addresses (5 each): then the email is blocked from everywhere.
+      for (let n = 0; n < 10; n++) for (let i = 0; i < 5; i++) expectError(await from(`192.0.2.${n + 1}`, `spread ${i}`), 401, "invalid_credentials");
+      expectError(await from("198.51.100.20", PASSWORD), 429, "rate_limited");
+      expectError(await from("198.51.100.99", PASSWORD), 429, "rate_limited");
+    } finally {
+      await s.close();
+    }
+  });
+
   it("20 sign-ins at once for one email: at most 5 passwords are checked, the others are refused 429", async () => {
     const s = await startServer(); // a fresh per-IP budget: 20 sign-ins
     try {
@@ -251,9 +278,9 @@ describe(`owner sign-in limits and cookies (${dbKind})`, () => {
       const known = await answers("hank@example.com");
       expect(known).toEqual([...Array(5).fill([401, "invalid_credentials"]), [429, "rate_limited"]]);
       expect(await answers("nobody-here@example.com")).toEqual(known);
-      // Emails are counted by their hash, not stored.
+      // Emails are counted by their hash (with the client's address, and in all), not stored.
       const rows = await s.query("SELECT email_hash FROM sign_in_failures");
-      expect(rows).toHaveLength(2);
+      expect(rows).toHaveLength(4);
       for (const row of rows) expect(row.email_hash).toMatch(/^[0-9a-f]{64}$/);
       // A block ends, and the count starts again; the owner signs in.
       await s.query("UPDATE sign_in_failures SET blocked_until = ?, updated_at = ?", [Date.now() - 1, Date.now() - 16 * 60 * 1000]);

@@ -26,7 +26,7 @@ export function registerOwnerSessions(app: FastifyInstance, services: Services, 
   app.post("/auth/sign-in", { config: limited }, async (req, reply) => {
     if (!fromOurOrigin(req, origin)) return sendError(req, reply, crossOrigin());
     const input = parse(s.signInInput, req.body);
-    const session = await services.owners.signIn(input.email, input.password);
+    const session = await services.owners.signIn(input.email, input.password, req.ip);
     setSession(reply, session.token);
     return answer(session.owner);
   });

@@ -1,4 +1,4 @@
-import { LessThan, type EntityManager } from "typeorm";
+import { In, LessThan, type EntityManager } from "typeorm";
 import { databaseKind, isUniqueViolation } from "../db/datasource.js";
 import { AccountEntity, OwnerEntity, OwnerInviteEntity, OwnerSessionEntity, SignInFailureEntity, type Owner } from "../db/entities.js";
 import type { Deps } from "./deps.js";
@@ -13,7 +13,10 @@ export const SESSION_IDLE_MS = 12 * 60 * 60 * 1000;
 /** A session's expiry is pushed forward at most this often (one write per minute, not per request). */
 const TOUCH_EVERY_MS = 60 * 1000;
 /** Failed sign-ins in a row that block an email's sign-in, and for how long (also how long a failure counts). */
+/** Failed sign-ins of an email from one client address before that address is blocked for it. */
 const MAX_FAILED_SIGN_INS = 5;
+/** Failed sign-ins of an email from all addresses together before it is blocked for all (guessing spread over many). */
+const MAX_FAILED_SIGN_INS_IN_ALL = 50;
 const BLOCK_MS = 15 * 60 * 1000;
 
 /** A signed-in owner, as the HTTP layer hands it to procedures. */
@@ -102,43 +105,51 @@ export class OwnerService {
   }
 
   /**
-   * Email and password to a session. After 5 failures in a row within 15 minutes the email is
-   * blocked for 15 minutes (429), whatever the password. Unknown emails are counted and blocked the
-   * same way, and cost the same time, so neither tells which emails are owners'. Each attempt is
-   * counted as a failure before its password is checked (a success clears the count), so attempts
-   * made at once cannot all pass the count before any failure is recorded.
+   * Email and password to a session. After 5 failures in a row within 15 minutes from one client
+   * address, the email is blocked for 15 minutes (429) from that address, whatever the password;
+   * after 50 from all addresses together, from every address (guessing spread over many). Someone
+   * else's failures do not lock the owner out of their own address, and attempts during a block
+   * do not make it last longer. Unknown emails are counted and blocked the same way, and cost the
+   * same time, so neither tells which emails are owners'. Each attempt is counted as a failure
+   * before its password is checked (a success clears the counts), so attempts made at once cannot
+   * all pass the count before any failure is recorded.
    */
-  async signIn(rawEmail: string, password: string): Promise<NewSession> {
+  async signIn(rawEmail: string, password: string, clientIp: string): Promise<NewSession> {
     const email = normalizeEmail(rawEmail);
-    const emailHash = sha256(email);
+    const counts = [
+      { hash: sha256(`${email}\n${clientIp}`), max: MAX_FAILED_SIGN_INS },
+      { hash: sha256(email), max: MAX_FAILED_SIGN_INS_IN_ALL },
+    ];
     const failures = this.ds.getRepository(SignInFailureEntity);
     const now = Date.now();
-    await this.countFailure(emailHash, now);
-    const record = (await failures.findOneBy({ email_hash: emailHash }))!;
-    if (record.failures > MAX_FAILED_SIGN_INS && record.blocked_until !== null && record.blocked_until > now) {
-      const seconds = Math.ceil((record.blocked_until - now) / 1000);
-      throw new AppError(429, "rate_limited", `Too many failed sign-ins for this email; try again in ${Math.ceil(seconds / 60)} minutes.`, { retry_after_seconds: seconds });
+    for (const { hash, max } of counts) {
+      await this.countFailure(hash, max, now);
+      const record = (await failures.findOneBy({ email_hash: hash }))!;
+      if (record.failures > max && record.blocked_until !== null && record.blocked_until > now) {
+        const seconds = Math.ceil((record.blocked_until - now) / 1000);
+        throw new AppError(429, "rate_limited", `Too many failed sign-ins for this email; try again in ${Math.ceil(seconds / 60)} minutes.`, { retry_after_seconds: seconds });
+      }
     }
     const owner = await this.ds.getRepository(OwnerEntity).findOneBy({ email });
     const ok = await verifyPassword(password, owner?.password_hash ?? null);
     if (!owner || !ok) throw invalidCredentials();
-    await failures.delete({ email_hash: emailHash });
+    await failures.delete({ email_hash: In(counts.map((c) => c.hash)) });
     return this.ds.transaction((m) => this.startSession(m, owner, now));
   }
 
   /**
-   * One more failed sign-in for an email: the count starts again when the last failure is older
-   * than the block, and the one that reaches the limit blocks the email (those after it too). SET
-   * reads the old row on SQLite and left to right on MySQL, so each expression reads only columns
-   * set after it.
+   * One more failed sign-in under a count (its key's hash): the count starts again when the last
+   * failure is older than the block, and the one that reaches `max` blocks it (those after it too),
+   * until the block's end, which no attempt during it moves. SET reads the old row on SQLite and
+   * left to right on MySQL, so each expression reads only columns set after it.
    */
-  private async countFailure(emailHash: string, now: number): Promise<void> {
+  private async countFailure(hash: string, max: number, now: number): Promise<void> {
     const update =
-      "blocked_until = CASE WHEN updated_at >= ? AND failures + 1 >= ? THEN ? ELSE NULL END, failures = CASE WHEN updated_at >= ? THEN failures + 1 ELSE 1 END, updated_at = ?";
+      "blocked_until = CASE WHEN blocked_until > ? THEN blocked_until WHEN updated_at >= ? AND failures + 1 >= ? THEN ? ELSE NULL END, failures = CASE WHEN updated_at >= ? THEN failures + 1 ELSE 1 END, updated_at = ?";
     const insert = "INSERT INTO sign_in_failures (email_hash, failures, blocked_until, updated_at) VALUES (?, 1, NULL, ?)";
     const upsert = databaseKind(this.ds) === "mysql" ? `${insert} ON DUPLICATE KEY UPDATE ${update}` : `${insert} ON CONFLICT(email_hash) DO UPDATE SET ${update}`;
     const stale = now - BLOCK_MS;
-    await this.ds.query(upsert, [emailHash, now, stale, MAX_FAILED_SIGN_INS, now + BLOCK_MS, stale, now]);
+    await this.ds.query(upsert, [hash, now, now, stale, max, now + BLOCK_MS, stale, now]);
   }
 
   /** Forgets failed sign-ins older than a block lasts (the maintenance pass). */
