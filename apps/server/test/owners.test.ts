@@ -171,6 +171,15 @@ describe(`owners and dashboard sessions (${dbKind})`, () => {
     const b = await ownerOf("hal@example.com");
     await s.query("UPDATE owner_sessions SET expires_at = ? WHERE owner_id = ?", [Date.now() - 1, b.owner.id]);
     expectError(await s.request("GET", "/auth/session", page(b)), 401, "unauthorized");
+
+    // However busy, a session ends 7 days after sign-in: using it no longer keeps it alive then.
+    const c = await ownerOf("hugo@example.com");
+    const sixDaysAgo = Date.now() - 6.9 * 24 * 3600_000;
+    await s.query("UPDATE owner_sessions SET created_at = ?, expires_at = ? WHERE owner_id = ?", [sixDaysAgo, Date.now() + 60_000, c.owner.id]);
+    const seen = await s.request("GET", "/auth/session", page(c));
+    expect(seen.status).toBe(200);
+    const [row] = await s.query("SELECT expires_at FROM owner_sessions WHERE owner_id = ?", [c.owner.id]);
+    expect(Number(row!.expires_at)).toBe(sixDaysAgo + 7 * 24 * 3600_000);
   });
 
   it("creating an API key refuses an Idempotency-Key: its stored answer would keep the secret", async () => {
@@ -189,7 +198,7 @@ describe(`owners and dashboard sessions (${dbKind})`, () => {
     expect(await s.query("SELECT response_body FROM idempotency_keys WHERE response_body LIKE ?", [`%${secret}%`])).toEqual([]);
   });
 
-  it("a password reset (an invite accepted again) ends the owner's other sessions", async () => {
+  it("a password reset (an invite again) ends the owner's sessions and voids the old password at once", async () => {
     const a = await ownerOf("iris@example.com");
     const signedIn = await s.request("POST", "/auth/sign-in", { ...page(), body: { email: "iris@example.com", password: PASSWORD } });
     expect(signedIn.status).toBe(200);
@@ -197,6 +206,9 @@ describe(`owners and dashboard sessions (${dbKind})`, () => {
     expect((await s.request("GET", "/auth/session", page(other))).status).toBe(200);
 
     const token = (await invite(a.account.id, "iris@example.com")).invite_url.split("#")[1]!;
+    // The reset shuts everything out at once, before the link is used: sessions and the old password.
+    for (const old of [a, other]) expectError(await s.request("GET", "/auth/session", page(old)), 401, "unauthorized");
+    expectError(await s.request("POST", "/auth/sign-in", { ...page(), body: { email: "iris@example.com", password: PASSWORD } }), 401, "invalid_credentials");
     const reset = await s.request("POST", "/auth/invites/accept", { ...page(), body: { token, password: `${PASSWORD} again` } });
     expect(reset.status).toBe(200);
     for (const old of [a, other]) expectError(await s.request("GET", "/auth/session", page(old)), 401, "unauthorized");

@@ -12,6 +12,8 @@ const INVITE_TTL_MS = 24 * 60 * 60 * 1000;
 export const SESSION_IDLE_MS = 12 * 60 * 60 * 1000;
 /** A session's expiry is pushed forward at most this often (one write per minute, not per request). */
 const TOUCH_EVERY_MS = 60 * 1000;
+/** A session ends this long after sign-in however busy it is: a stolen cookie does not live for ever. */
+export const SESSION_MAX_MS = 7 * 24 * 60 * 60 * 1000;
 /** Failed sign-ins in a row that block an email's sign-in, and for how long (also how long a failure counts). */
 /** Failed sign-ins of an email from one client address before that address is blocked for it. */
 const MAX_FAILED_SIGN_INS = 5;
@@ -50,7 +52,9 @@ export class OwnerService {
   /**
    * The operator invites an email to own an account: a one-time link, valid 24 h, that lets it set
    * a password (and signs it in). Inviting an existing owner of the account again works as a
-   * password reset (and spends the earlier links); an email that owns another account is refused.
+   * password reset: it spends the earlier links, and at once ends the owner's sessions and voids
+   * the old password (a reset after a compromise must shut the intruder out now, not when the link
+   * is used). An email that owns another account is refused.
    */
   async invite(accountId: string, rawEmail: string): Promise<{ ownerId: string; email: string; url: string; expiresAt: number }> {
     if (!(await this.ds.getRepository(AccountEntity).findOneBy({ id: accountId }))) throw notFound("account");
@@ -73,7 +77,8 @@ export class OwnerService {
     // The newest link is the one that works: earlier unused ones for this email are spent, with
     // the owner's row locked first so that invitations at once queue (each spends the one before).
     await this.ds.transaction(async (m) => {
-      await m.query("UPDATE owners SET email = email WHERE id = ?", [owner.id]);
+      await m.query("UPDATE owners SET password_hash = NULL WHERE id = ?", [owner.id]);
+      await m.getRepository(OwnerSessionEntity).delete({ owner_id: owner.id });
       await m.query("UPDATE owner_invites SET used_at = ? WHERE email = ? AND used_at IS NULL", [now, email]);
       await m.getRepository(OwnerInviteEntity).insert({ id: newId("inv"), account_id: accountId, email, token_hash: sha256(token), created_at: now, expires_at: expiresAt, used_at: null });
     });
@@ -180,16 +185,25 @@ export class OwnerService {
   /** The session behind a cookie's token, or null (unknown, revoked, idle too long); using it keeps it alive. */
   async authenticate(token: string): Promise<OwnerPrincipal | null> {
     // One read per request: the session and its owner together.
-    const [session]: { id: string; account_id: string; csrf_token: string; expires_at: number | string; revoked_at: number | string | null; owner_id: string; email: string }[] =
-      await this.ds.query(
-        "SELECT s.id, s.account_id, s.csrf_token, s.expires_at, s.revoked_at, o.id AS owner_id, o.email FROM owner_sessions s JOIN owners o ON o.id = s.owner_id WHERE s.token_hash = ?",
-        [sha256(token)],
-      );
+    const [session]: {
+      id: string;
+      account_id: string;
+      csrf_token: string;
+      created_at: number | string;
+      expires_at: number | string;
+      revoked_at: number | string | null;
+      owner_id: string;
+      email: string;
+    }[] = await this.ds.query(
+      "SELECT s.id, s.account_id, s.csrf_token, s.created_at, s.expires_at, s.revoked_at, o.id AS owner_id, o.email FROM owner_sessions s JOIN owners o ON o.id = s.owner_id WHERE s.token_hash = ?",
+      [sha256(token)],
+    );
     const now = Date.now();
     if (!session || session.revoked_at !== null || Number(session.expires_at) <= now) return null;
     let expiresAt = Number(session.expires_at);
-    if (now + SESSION_IDLE_MS - expiresAt > TOUCH_EVERY_MS) {
-      expiresAt = now + SESSION_IDLE_MS;
+    const idleUntil = Math.min(now + SESSION_IDLE_MS, Number(session.created_at) + SESSION_MAX_MS);
+    if (idleUntil - expiresAt > TOUCH_EVERY_MS) {
+      expiresAt = idleUntil;
       await this.ds.query("UPDATE owner_sessions SET expires_at = ? WHERE id = ? AND revoked_at IS NULL AND expires_at < ?", [expiresAt, session.id, expiresAt]);
     }
     return { ownerId: session.owner_id, email: session.email, accountId: session.account_id, sessionId: session.id, csrfToken: session.csrf_token, expiresAt };
