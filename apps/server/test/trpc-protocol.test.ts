@@ -27,6 +27,10 @@ describe(`tRPC's HTTP protocol on /trpc (${dbKind})`, () => {
     // No input at all, an empty one and `{}` are the same call.
     const balances = await Promise.all([t().query("balance.retrieve", undefined), t().query("balance.retrieve", {}), s.request("GET", "/trpc/balance.retrieve?input=")]);
     for (const b of balances) expect([b.status, b.body.result.data.open_cards]).toEqual([200, balances[0]!.body.result.data.open_cards]);
+    // A list without input is its first page, as GET /v1/cards is.
+    const [bare, rest] = await Promise.all([t().query("cards.list", undefined), s.request("GET", "/v1/cards")]);
+    expect(bare.status).toBe(200);
+    expect(bare.body.result.data.data.map((c: { id: string }) => c.id)).toEqual(rest.body.data.map((c: { id: string }) => c.id));
   });
 
   it("a mutation by POST runs once and answers with the procedure's status; a bodyless POST is `{}`", async () => {

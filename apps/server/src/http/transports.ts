@@ -87,8 +87,9 @@ export function registerTransports(app: FastifyInstance, services: Services) {
       const ctx = createContext(req);
       const refused = refusal(req, reply, path, procedure);
       if (refused || !procedure) return answerError(reply, { router: appRouter, path, type: procedure?._def.type ?? "unknown", ctx }, refused, true);
-      // A mutation's input is the body Fastify parsed; a bodyless POST is `{}`.
-      const getRawInput = req.method === "GET" ? async () => queryInput(req.query.input) : async () => req.body ?? {};
+      // A mutation's input is the body Fastify parsed; a bodyless POST is `{}`, and so is a query
+      // without `input` (cards.list() with no filters is the first page, as GET /v1/cards is).
+      const getRawInput = req.method === "GET" ? async () => queryInput(req.query.input) ?? {} : async () => req.body ?? {};
       return answer(reply, { router: appRouter, path, type: procedure._def.type, ctx, getRawInput }, true);
     },
   });
