@@ -121,6 +121,28 @@ describe(`card recovery queue (${dbKind})`, () => {
     expectError(await s.admin("POST", `/cards/${failing}/retry_recovery`), 409, "card_not_in_attention");
   });
 
+  it("a USED card past its expiry whose deactivation keeps failing is listed for the operator, whose retry finishes it", async () => {
+    const account = await s.newAccount();
+    const key = await account.key();
+    const card = (await s.request("POST", "/v1/cards", { key, body: { amount_cents: 700 } })).body;
+    // A purchase still pending: the card is USED, its hold in force.
+    expect((await s.request("POST", `/v1/test_helpers/cards/${card.id}/authorizations`, { key, body: { amount_cents: 300 } })).body.approved).toBe(true);
+    await s.query("UPDATE cards SET expires_at = 1, recovery_attempts = 7 WHERE id = ?", [card.id]);
+    s.processor.fail("revoke", "fail");
+    await pass();
+    expect(await recovery(card.id)).toMatchObject({ attempts: 8, attention: true, revoked: false });
+    const listed = (await s.admin("GET", `/cards/attention?account_id=${account.id}`)).body.data;
+    expect(listed).toMatchObject([{ id: card.id, status: "USED", recovery_attempts: 8 }]);
+    expect((await s.admin("GET", "/cards/attention")).body.data.map((c: any) => c.id)).toContain(card.id);
+
+    s.processor.clear();
+    expect((await s.admin("POST", `/cards/${card.id}/retry_recovery`)).status).toBe(200);
+    await pass();
+    expect(await recovery(card.id)).toMatchObject({ attention: false, revoked: true });
+    expect(await s.processor.cards(card.id)).toEqual(["canceled"]);
+    expect((await s.admin("GET", `/cards/attention?account_id=${account.id}`)).body.data).toEqual([]);
+  });
+
   it("a close retried by the card's owner that finishes the follow-up takes the card off the operator's list", async () => {
     const account = await s.newAccount();
     const key = await account.key();

@@ -54,6 +54,14 @@ const FOLLOW_UP_OUTSTANDING = `(${CARD_FOLLOW_UP})`;
 const IN_ATTENTION = `${FOLLOW_UP_OUTSTANDING} AND needs_attention = 1`;
 
 /**
+ * USED cards past expires_at, still to deactivate at the processor (one parameter: now): the
+ * expiry sweep's, outside CARD_FOLLOW_UP (a partial index cannot hold a condition on the time).
+ */
+export const EXPIRED_USED = "status = 'USED' AND revoked_at IS NULL AND expires_at <= ?";
+/** Those the recovery pass gave up on: on the attention list too (one parameter: now). */
+const EXPIRED_USED_IN_ATTENTION = `${EXPIRED_USED} AND needs_attention = 1`;
+
+/**
  * Held amount and open cards from the account's counters in card_balances, uncollected money (the
  * declined charges, less what refunds waived of them) from its index range (ix_payments_account). Summing the open cards cost as much as the account had of
  * them; the counters cost the same at 100 cards or 100,000. They are spread over up to 16 slots
@@ -303,10 +311,18 @@ export class CardService {
     );
   }
 
-  /** Cards whose processor follow-up needs an operator (and is still outstanding), newest first (at most 100). */
-  needingAttention(accountId?: string): Promise<Card[]> {
+  /**
+   * Cards whose processor follow-up needs an operator (and is still outstanding), newest first (at
+   * most 100): those of CARD_FOLLOW_UP (by its partial index) and the expired USED ones still to
+   * deactivate (by the expiry index).
+   */
+  async needingAttention(accountId?: string): Promise<Card[]> {
     const scope = accountId ? { sql: " AND account_id = ?", params: [accountId] } : { sql: "", params: [] };
-    return this.repo.findWhereSql(`${IN_ATTENTION}${scope.sql}`, scope.params, " ORDER BY seq DESC LIMIT 100", "ix_cards_follow_up");
+    const [followUps, expired] = await Promise.all([
+      this.repo.findWhereSql(`${IN_ATTENTION}${scope.sql}`, scope.params, " ORDER BY seq DESC LIMIT 100", "ix_cards_follow_up"),
+      this.repo.findWhereSql(`${EXPIRED_USED_IN_ATTENTION}${scope.sql}`, [Date.now(), ...scope.params], " ORDER BY seq DESC LIMIT 100"),
+    ]);
+    return [...followUps, ...expired].sort((a, b) => b.seq - a.seq).slice(0, 100);
   }
 
   /**
@@ -317,7 +333,11 @@ export class CardService {
     const card = await this.repo.findOneBy({ id });
     if (!card) throw notFound("card");
     // The list's own condition, in the update: a card is handed back only if the list shows it.
-    const res = await runSql(this.deps.ds, `UPDATE cards SET needs_attention = 0, recovery_next_at = NULL WHERE id = ? AND ${IN_ATTENTION}`, [id]);
+    const res = await runSql(
+      this.deps.ds,
+      `UPDATE cards SET needs_attention = 0, recovery_next_at = NULL WHERE id = ? AND ((${IN_ATTENTION}) OR (${EXPIRED_USED_IN_ATTENTION}))`,
+      [id, Date.now()],
+    );
     if (affected(res) !== 1) throw new AppError(409, "card_not_in_attention", "This card does not need attention: the recovery pass handles it.");
     return { ...card, needs_attention: false, recovery_next_at: null };
   }

@@ -12,7 +12,7 @@ import {
 } from "../db/entities.js";
 import { fastRepository, insertedId, type Statement } from "../db/fast.js";
 import type { AccountService } from "./accounts.js";
-import { DUE_FOR_RECOVERY, type CardService } from "./cards.js";
+import { DUE_FOR_RECOVERY, EXPIRED_USED, type CardService } from "./cards.js";
 import { processorAccount } from "./issuance.js";
 import { callProcessor, toApiError } from "./processor-call.js";
 import type { Deps, Principal } from "./deps.js";
@@ -492,7 +492,7 @@ export class CardLifecycle {
     // An OPEN card is never revoked; saying so lets the query use the expiry index (unrevoked cards).
     for (const card of await this.cards.find({ where: { status: "OPEN", revoked_at: IsNull(), expires_at: LessThan(now + 1) }, take: 100 }))
       if (await this.expire(card, now)) n++;
-    const used = await this.cards.findWhereSql(`status = 'USED' AND revoked_at IS NULL AND expires_at <= ? AND ${DUE_FOR_RECOVERY}`, [now, now], " LIMIT 100");
+    const used = await this.cards.findWhereSql(`${EXPIRED_USED} AND ${DUE_FOR_RECOVERY}`, [now, now], " LIMIT 100");
     for (const card of used) {
       await this.cardService.followUp(card);
       n++;
