@@ -50,6 +50,24 @@ describe(`card recovery queue (${dbKind})`, () => {
     await s.query("UPDATE cards SET expires_at = 1 WHERE id = ?", [expiring]);
     await pass();
     expect((await s.request("GET", `/v1/cards/${expiring}`, { key })).body.status).toBe("CLOSED");
+    // Each pass that cannot finish it counts; after 8 it is the operator's, listed, and left alone.
+    for (let i = 0; i < 8; i++) {
+      await s.query("UPDATE cards SET lease_until = 1 WHERE id = ?", [stuck]);
+      await pass();
+    }
+    expect(await recovery(stuck)).toMatchObject({ attempts: 8, attention: true });
+    expect((await recovery(stuck)).error).toMatch(/processor_not_configured|No card processor is configured for live mode/);
+    const listed = (await s.admin("GET", "/cards/attention")).body.data.find((c: any) => c.id === stuck);
+    expect(listed).toMatchObject({ status: "CREATING", recovery_attempts: 8 });
+    const announced = await s.query("SELECT data FROM events WHERE type = 'processor.attention_needed'");
+    expect(announced.filter((e) => String(e.data).includes(stuck))).toHaveLength(1);
+    await s.query("UPDATE cards SET lease_until = 1 WHERE id = ?", [stuck]);
+    await pass();
+    expect((await recovery(stuck)).attempts).toBe(8);
+    // The operator hands it back: due at once, and one more failure lists it again.
+    expect((await s.admin("POST", `/cards/${stuck}/retry_recovery`)).body).toMatchObject({ id: stuck, status: "CREATING" });
+    await pass();
+    expect(await recovery(stuck)).toMatchObject({ attempts: 9, attention: true });
   });
 
   it("a revoke that keeps failing backs off, then needs attention and is listed; the operator's retry finishes it", async () => {

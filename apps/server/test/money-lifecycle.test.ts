@@ -216,7 +216,7 @@ describe(`money lifecycle scenarios (${dbKind}, ${processor})`, () => {
     expect(await collected(c.id)).toBe(100);
   });
 
-  it("a refund reaching a charge that needs an operator before any money moved: collected money first, the rest needs the operator too", async () => {
+  it("a refund reaching a charge that needs an operator: collected money first, the rest needs the operator too", async () => {
     const { k, c, auth } = await authorizedInNewAccount(300);
     await whileFailing("charge", "fail", async () => {
       await s.request("POST", `/v1/test_helpers/authorizations/${auth.id}/capture`, { key: k, body: { amount_cents: 500 } });

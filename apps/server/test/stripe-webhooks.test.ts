@@ -483,11 +483,13 @@ describe(`stripe webhooks (${dbKind})`, () => {
       expect(listed.last_error).toMatch(/minimum charge took beyond 30 cents failed/);
       const announced = (await s.request("GET", "/v1/events?type=processor.attention_needed", { key })).body.data;
       expect(announced.map((e: any) => e.data.object.id)).toContain(listed.id);
-      // The merchant refunds the purchase: its money moved, so the refund goes back through it at once.
+      // The merchant refunds the purchase: drawn on the capture that needs an operator, the refund
+      // is the operator's at once too (not retried until it gives up), and nothing is sent to Stripe.
       await deliver("issuing_transaction.created", { ...captureTransactionFor(issued, 0), id: `ipi_refund_${card.id}`, type: "refund", amount: 30 });
-      const refunds = await s.query("SELECT status, amount_cents, attempts FROM payments WHERE card_id = ? AND kind = 'refund'", [card.id]);
-      expect(refunds.map((r) => [r.status, Number(r.amount_cents)])).toEqual([["succeeded", 30]]);
-      expect([...fake.refunds.values()].filter((r) => r.payment_intent === pi.id).map((r) => r.amount).sort()).toEqual([20, 30]);
+      const refunds = await s.query("SELECT status, amount_cents, attempts, last_error FROM payments WHERE card_id = ? AND kind = 'refund'", [card.id]);
+      expect(refunds.map((r) => [r.status, Number(r.amount_cents)])).toEqual([["attention", 30]]);
+      expect(refunds[0]!.last_error).toMatch(/waiting for the payment it refunds \(pay_\w+\), which needs an operator/);
+      expect([...fake.refunds.values()].filter((r) => r.payment_intent === pi.id).map((r) => r.amount)).toEqual([20]);
     });
 
     it("a capture below Stripe's minimum whose refund of the difference Stripe answers failed at once: the capture needs an operator, and is not asked again", async () => {

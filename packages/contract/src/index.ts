@@ -512,7 +512,11 @@ export const attentionCard = z.object({
   id: z.string(),
   account_id: z.string(),
   mode,
-  status: z.enum(["USED", "CLOSED", "FAILED"]).describe("FAILED: a card whose creation failed and was undone; only its hold is left to release"),
+  status: z
+    .enum(["CREATING", "USED", "CLOSED", "FAILED"])
+    .describe(
+      "FAILED: a card whose creation failed and was undone; only its hold is left to release. CREATING: a creation the recovery pass could not finish (its mode's processor is not configured any more, say)",
+    ),
   hold_status: z.enum(["NONE", "PENDING", "OPEN", "CAPTURED", "RELEASED", "EXPIRED"]),
   recovery_attempts: z.number().int().describe("Failed attempts of the recovery pass"),
   recovery_error: z.string().nullable().describe("The last attempt's error"),

@@ -744,10 +744,10 @@ export interface components {
             /** @enum {string} */
             mode: "test" | "live";
             /**
-             * @description FAILED: a card whose creation failed and was undone; only its hold is left to release
+             * @description FAILED: a card whose creation failed and was undone; only its hold is left to release. CREATING: a creation the recovery pass could not finish (its mode's processor is not configured any more, say)
              * @enum {string}
              */
-            status: "USED" | "CLOSED" | "FAILED";
+            status: "CREATING" | "USED" | "CLOSED" | "FAILED";
             /** @enum {string} */
             hold_status: "NONE" | "PENDING" | "OPEN" | "CAPTURED" | "RELEASED" | "EXPIRED";
             /** @description Failed attempts of the recovery pass */

@@ -60,6 +60,8 @@ const IN_ATTENTION = `${FOLLOW_UP_OUTSTANDING} AND needs_attention = 1`;
 export const EXPIRED_USED = "status = 'USED' AND revoked_at IS NULL AND expires_at <= ?";
 /** Those the recovery pass gave up on: on the attention list too (one parameter: now). */
 const EXPIRED_USED_IN_ATTENTION = `${EXPIRED_USED} AND needs_attention = 1`;
+/** Cards whose creation the recovery pass could not finish (not even try at the processor): an operator's. */
+const CREATING_IN_ATTENTION = "status = 'CREATING' AND needs_attention = 1";
 
 /**
  * Held amount and open cards from the account's counters in card_balances, uncollected money (the
@@ -295,10 +297,11 @@ export class CardService {
   }
 
   /**
-   * A failed follow-up: the next attempt after a backoff, or an operator after MAX_ATTEMPTS. The
-   * update is conditional on the attempts read: of instances failing on the card at once, one counts.
+   * A failed follow-up (or attempt at finishing a card's creation): the next attempt after a
+   * backoff, or an operator after MAX_ATTEMPTS. The update is conditional on the attempts read: of
+   * instances failing on the card at once, one counts.
    */
-  private async recoveryFailed(card: Card, error: string): Promise<void> {
+  async recoveryFailed(card: Card, error: string): Promise<void> {
     const attempts = card.recovery_attempts + 1;
     const attention = attempts >= MAX_ATTEMPTS;
     const failed = { recovery_attempts: attempts, recovery_next_at: attention ? null : Date.now() + backoffMs(attempts), recovery_error: error.slice(0, 500), needs_attention: attention };
@@ -313,16 +316,17 @@ export class CardService {
 
   /**
    * Cards whose processor follow-up needs an operator (and is still outstanding), newest first (at
-   * most 100): those of CARD_FOLLOW_UP (by its partial index) and the expired USED ones still to
-   * deactivate (by the expiry index).
+   * most 100): those of CARD_FOLLOW_UP (by its partial index), the expired USED ones still to
+   * deactivate (by the expiry index) and creations the recovery pass could not finish.
    */
   async needingAttention(accountId?: string): Promise<Card[]> {
     const scope = accountId ? { sql: " AND account_id = ?", params: [accountId] } : { sql: "", params: [] };
-    const [followUps, expired] = await Promise.all([
+    const lists = await Promise.all([
       this.repo.findWhereSql(`${IN_ATTENTION}${scope.sql}`, scope.params, " ORDER BY seq DESC LIMIT 100", "ix_cards_follow_up"),
       this.repo.findWhereSql(`${EXPIRED_USED_IN_ATTENTION}${scope.sql}`, [Date.now(), ...scope.params], " ORDER BY seq DESC LIMIT 100"),
+      this.repo.findWhereSql(`${CREATING_IN_ATTENTION}${scope.sql}`, scope.params, " ORDER BY seq DESC LIMIT 100"),
     ]);
-    return [...followUps, ...expired].sort((a, b) => b.seq - a.seq).slice(0, 100);
+    return lists.flat().sort((a, b) => b.seq - a.seq).slice(0, 100);
   }
 
   /**
@@ -335,7 +339,8 @@ export class CardService {
     // The list's own condition, in the update: a card is handed back only if the list shows it.
     const res = await runSql(
       this.deps.ds,
-      `UPDATE cards SET needs_attention = 0, recovery_next_at = NULL WHERE id = ? AND ((${IN_ATTENTION}) OR (${EXPIRED_USED_IN_ATTENTION}))`,
+      // A creation's is due at once too: its lease, which the last attempt renewed, ends now.
+      `UPDATE cards SET needs_attention = 0, recovery_next_at = NULL, lease_until = CASE WHEN status = 'CREATING' THEN 0 ELSE lease_until END WHERE id = ? AND ((${IN_ATTENTION}) OR (${EXPIRED_USED_IN_ATTENTION}) OR (${CREATING_IN_ATTENTION}))`,
       [id, Date.now()],
     );
     if (affected(res) !== 1) throw new AppError(409, "card_not_in_attention", "This card does not need attention: the recovery pass handles it.");

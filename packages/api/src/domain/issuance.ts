@@ -335,15 +335,22 @@ export class CardIssuer {
       await this.cards.update({ id: card.id, status: "FAILED", revoked_at: IsNull() }, { processor_card_id: minted?.processorCardId ?? null, revoked_at: Date.now() });
   }
 
-  /** Recovery: finishes cards whose request died mid-way (lease expired). */
-  async recoverStuck(accountOf: (id: string) => Promise<Account>): Promise<number> {
-    const stuck = await this.cards.find({ where: { status: "CREATING", lease_until: LessThan(Date.now()) }, take: 100 });
+  /**
+   * Recovery: finishes cards whose request died mid-way (lease expired), but those left to an
+   * operator. A card that could not even be driven (its mode's processor unconfigured since, its
+   * account unreadable) and is still CREATING is a failed attempt (`failed`: counted, and after
+   * too many, listed for the operator); one card's failure never stops the pass.
+   */
+  async recoverStuck(accountOf: (id: string) => Promise<Account>, failed: (card: Card, error: string) => Promise<void>): Promise<number> {
+    const stuck = await this.cards.findWhereSql("status = 'CREATING' AND lease_until < ? AND needs_attention = 0", [Date.now()], " LIMIT 100");
     let n = 0;
     for (const card of stuck) {
       if (!(await this.claim(card))) continue;
-      // One card's failure (its mode's processor unconfigured since, say) never stops the pass.
       const finish = async () => this.drive(card, await accountOf(card.account_id), this.deps.processors(card.mode), SYSTEM, true);
-      await finish().catch(() => undefined);
+      await finish().catch(async (err) => {
+        const now = (await this.cards.findOneBy({ id: card.id }))!;
+        if (now.status === "CREATING") await failed(now, err instanceof Error ? err.message : String(err));
+      });
       n++;
     }
     return n;

@@ -92,8 +92,8 @@ interface LedgerPlan {
  * Which of a card's collections a refund draws on first: charges never collected (the refund
  * waives them), then those still being collected (the refund waits: it gives the money back if
  * it is collected, waives it if not), then what was collected, and last a collection that needs an
- * operator before any money moved. Collected money drawn before a charge still being retried would
- * leave that charge owed in full when it fails.
+ * operator (so does a refund drawn on it). Collected money drawn before a charge still being
+ * retried would leave that charge owed in full when it fails.
  */
 const drawOrder = (p: Payment): number =>
   p.status === "uncollected" ? 0 : p.status === "pending" ? 1 : moneyMoved(p) ? 2 : 3;

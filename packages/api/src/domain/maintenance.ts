@@ -41,7 +41,10 @@ export class Maintenance {
     deliveriesPurged: number;
   }> {
     const expired = await this.approvals.expireDue();
-    const recovered = await this.issuer.recoverStuck((id) => this.accounts.get(id));
+    const recovered = await this.issuer.recoverStuck(
+      (id) => this.accounts.get(id),
+      (card, error) => this.cards.recoveryFailed(card, error),
+    );
     const cardsExpired = await this.lifecycle.expireDue();
     const paid = await this.payments.runDue();
     const settled = await this.cards.settleLeftovers();

@@ -25,10 +25,12 @@ const excessRefundFailed = (payment: Payment, error: string) =>
 export type NewPayment = Pick<Payment, "kind" | "amount_cents" | "refund_of">;
 
 /**
- * Whether a collection's money moved: collected, or collected and then in need of an operator
- * (what the processor's minimum took beyond it could not be given back). A refund may draw on it.
+ * Whether a refund may draw on a collection now: it was collected. One that needs an operator is
+ * not, even if its money moved (a hold_capture names its hold before it is captured, so nothing
+ * here tells a capture that failed from one whose minimum's difference could not be given back):
+ * its refunds are the operator's too.
  */
-export const moneyMoved = (p: Payment): boolean => p.status === "succeeded" || (p.status === "attention" && p.processor_payment_id !== null);
+export const moneyMoved = (p: Payment): boolean => p.status === "succeeded";
 
 /**
  * The money that moves between the account's payment method and the card processor because a

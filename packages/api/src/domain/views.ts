@@ -107,7 +107,7 @@ export const attentionCardView = (c: Card) => ({
   id: c.id,
   account_id: c.account_id,
   mode: c.mode,
-  status: c.status as "USED" | "CLOSED" | "FAILED",
+  status: c.status as "CREATING" | "USED" | "CLOSED" | "FAILED",
   hold_status: c.hold_status,
   recovery_attempts: c.recovery_attempts,
   recovery_error: c.recovery_error,
