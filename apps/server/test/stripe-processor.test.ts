@@ -275,6 +275,21 @@ describe(`stripe processor (${dbKind})`, () => {
         expect(new Set(captures.map((c) => c.idempotencyKey)).size).toBe(1);
       });
 
+    for (const type of ["invalid_request_error", "idempotency_error"])
+      it(`a 409 idempotency_key_in_use (${type}: a request under the same key still running) is retried under the same key, never sent under a new one`, async () => {
+        const { account, key } = await setup();
+        const card = (await s.request("POST", "/v1/cards", { key, body: { amount_cents: 900 } })).body;
+        const inUse = { type, code: "idempotency_key_in_use", message: "There is currently another in-progress request using this idempotent key. Please try again later." };
+        fake.fail("payment_intents.capture", { kind: "error", status: 409, error: inUse }, 2);
+        const bought = await s.request("POST", `/v1/test_helpers/cards/${card.id}/purchase`, { key, body: { amount_cents: 400 } });
+        expect(bought.body).toMatchObject({ approved: true });
+        const pi = (await atStripe(account.id)).intents[0]!;
+        expect(pi).toMatchObject({ status: "succeeded", amount_received: 400 });
+        const captures = fake.calls(`/v1/payment_intents/${pi.id}/capture`);
+        expect(captures).toHaveLength(3);
+        expect(new Set(captures.map((c) => c.idempotencyKey)).size).toBe(1);
+      });
+
     it("an off-session charge whose answer was lost is found by reading after the payment method changed, not refused as a reused key", async () => {
       const { account, key } = await setup();
       const card = (await s.request("POST", "/v1/cards", { key, body: { amount_cents: 900 } })).body;

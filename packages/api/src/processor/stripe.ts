@@ -162,17 +162,21 @@ export function toProcessorError(step: string, err: unknown): Error {
 
 const BUSY_RETRIES = 3;
 
+/** Stripe's 409: a request under the same idempotency key is still running (idempotency_key_in_use). */
+const isKeyInUse = (err: unknown) => err instanceof Stripe.errors.StripeError && (err.statusCode === 409 || err.code === "idempotency_key_in_use");
+
 /**
- * Stripe's "try again shortly": 429 (rate limited, or a request under the same key still running)
- * and lock_timeout (another request holds the object). Neither is stored under the idempotency
- * key, so the same call is sent again after a backoff with jitter: 100, 200, 400 ms.
+ * Stripe's "try again shortly": 429 (rate limited), lock_timeout (another request holds the
+ * object) and 409 idempotency_key_in_use (a request under the same key is still running). None is
+ * stored under the idempotency key, so the same call is sent again, under the same key, after a
+ * backoff with jitter: 100, 200, 400 ms.
  */
 async function retrying<T>(fn: () => Promise<T>): Promise<T> {
   for (let attempt = 1; ; attempt++) {
     try {
       return await fn();
     } catch (err) {
-      const busy = err instanceof Stripe.errors.StripeRateLimitError || (err instanceof Stripe.errors.StripeError && err.code === "lock_timeout");
+      const busy = err instanceof Stripe.errors.StripeRateLimitError || (err instanceof Stripe.errors.StripeError && err.code === "lock_timeout") || isKeyInUse(err);
       if (!busy || attempt > BUSY_RETRIES) throw err;
       await new Promise((r) => setTimeout(r, 100 * 2 ** (attempt - 1) * (0.75 + Math.random() * 0.5)));
     }
@@ -195,7 +199,8 @@ async function keyed<T>(key: string, send: (key: string) => Promise<T>, read: ()
   try {
     return await send(key);
   } catch (err) {
-    if (!isStoredServerError(err) && !(err instanceof Stripe.errors.StripeIdempotencyError)) throw err;
+    // A key still in use is no key refused for other parameters: a new key beside it could do the work twice.
+    if (isKeyInUse(err) || (!isStoredServerError(err) && !(err instanceof Stripe.errors.StripeIdempotencyError))) throw err;
     return (await read()) ?? (await send(`${key}:${randomToken(8)}`));
   }
 }
