@@ -141,7 +141,7 @@ export function refundFailure(re: { id: string; status?: string | null; failure_
 
 /** Maps any failure of a Stripe call to the processor errors the domain understands. */
 export function toProcessorError(step: string, err: unknown): Error {
-  if (err instanceof PaymentDeclinedError || err instanceof ProcessorError || err instanceof HoldUnavailableError) return err;
+  if (err instanceof PaymentDeclinedError || err instanceof ProcessorError || err instanceof HoldUnavailableError || err instanceof AccountSetupError) return err;
   if (err instanceof Stripe.errors.StripeCardError) return new PaymentDeclinedError(err.decline_code || err.code || "card_declined");
   if (err instanceof Stripe.errors.StripeError) {
     const message =
@@ -384,12 +384,21 @@ export class StripeProcessor implements Processor {
       const current = existing ? await this.call("mint", () => this.client.issuing.cardholders.retrieve(existing)) : null;
       const metadata = { account_id: account.accountId, mode: account.mode, details_version: version };
       const key = `${account.accountId}:${account.mode}:cardholder:${version}`;
+      // Stripe's 400 about the details (a name it will not print, say) is the operator's to fix:
+      // set-up, not a processor failure, so no card is tried on them until they change.
+      const refused = (err: unknown): never => {
+        if (err instanceof Stripe.errors.StripeInvalidRequestError)
+          throw this.setupError(
+            `Stripe refused the cardholder's details${err.param ? ` (${err.param})` : ""}: ${err.message} Fix them with POST /admin/v1/accounts/:id/cardholder (cardctl accounts set-cardholder).`,
+          );
+        throw err;
+      };
       cardholder =
         current && updatable(current, details)
           ? await this.call("mint", () =>
               keyed(
                 `${key}:update`,
-                (idempotencyKey) => this.client.issuing.cardholders.update(current.id, { ...cardholderFields(details), metadata }, { idempotencyKey }),
+                (idempotencyKey) => this.client.issuing.cardholders.update(current.id, { ...cardholderFields(details), metadata }, { idempotencyKey }).catch(refused),
                 async () => {
                   const ch = await this.client.issuing.cardholders.retrieve(current.id);
                   return ch.metadata?.details_version === version ? ch : null;
@@ -400,10 +409,9 @@ export class StripeProcessor implements Processor {
               keyed(
                 key,
                 (idempotencyKey) =>
-                  this.client.issuing.cardholders.create(
-                    { type: details.type, name: details.name, status: "active", ...cardholderFields(details), metadata },
-                    { idempotencyKey },
-                  ),
+                  this.client.issuing.cardholders
+                    .create({ type: details.type, name: details.name, status: "active", ...cardholderFields(details), metadata }, { idempotencyKey })
+                    .catch(refused),
                 () =>
                   firstListed(this.client.issuing.cardholders.list({ created: createdSince(Date.now() - KEY_REPLAY_MS), limit: 100 }), (ch) =>
                     sameMetadata(ch.metadata, metadata),
