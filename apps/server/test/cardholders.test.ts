@@ -483,6 +483,32 @@ describe(`cardholders on Stripe (${dbKind})`, () => {
     expect((await create(key)).status).toBe(201);
   });
 
+  it("a card minted under a cardholder replaced since (its answer lost) is still found by recovery, and revoked", async () => {
+    const account = await s.newAccount({ cardholder: COMPANY });
+    const key = await account.key();
+    expect((await create(key)).status).toBe(201);
+    // The mint is made at Stripe but its answer is lost, and the failing request's own lookup fails too.
+    fake.fail("issuing.cards.create", faults.hangAfter());
+    fake.fail("issuing.cards.list", faults.serverError(), 2);
+    const lost = await create(key, 700);
+    expect(lost.status).toBe(502);
+    fake.clearFaults();
+    const [failed] = await s.query("SELECT id, revoked_at FROM cards WHERE account_id = ? AND status = 'FAILED'", [account.id]);
+    expect(failed!.revoked_at).toBeNull();
+    const issued = [...fake.cards.values()].find((c) => c.metadata.card_id === failed!.id)!;
+    expect(issued.status).toBe("active");
+    // A new name makes a new cardholder (the next card's) before the recovery pass looks.
+    await s.admin("POST", `/accounts/${account.id}/cardholder`, { ...COMPANY, name: "Acme Robotics West" });
+    expect((await create(key, 800)).status).toBe(201);
+    expect(cardholderOfCard(issued.metadata.card_id!).id).not.toBe((await s.query("SELECT cardholder_id FROM stripe_accounts WHERE account_id = ?", [account.id]))[0]!.cardholder_id);
+    await s.query("UPDATE cards SET recovery_next_at = ? WHERE id = ?", [Date.now() - 1, failed!.id]);
+    await s.app.services.maintenance.run();
+    expect(fake.cards.get(issued.id)!.status).toBe("canceled");
+    const [after] = await s.query("SELECT processor_card_id, revoked_at FROM cards WHERE id = ?", [failed!.id]);
+    expect(after).toMatchObject({ processor_card_id: issued.id });
+    expect(after!.revoked_at).not.toBeNull();
+  });
+
   it("a cardholder update that fails: 502 at mint, the hold cancelled; the next card finishes the update", async () => {
     const account = await s.newAccount({ cardholder: COMPANY });
     const key = await account.key();

@@ -682,11 +682,21 @@ export class StripeProcessor implements Processor {
     return firstListed(this.client.issuing.cards.list({ cardholder, created: createdSince(refs.createdAt), limit: 100 }), (c) => c.metadata?.card_id === refs.cardId);
   }
 
+  /**
+   * Our card's Issuing card: among the current cardholder's cards first, then among every Issuing
+   * card made since (the card may have been minted under a cardholder the details have replaced
+   * since, a new name or type making a new one: missing it would leave a live card behind).
+   */
   async findCard(account: ProcessorAccount, refs: CardRefs) {
     this.check(account);
     const cardholder = (await this.row(account))?.cardholder_id;
-    if (!cardholder) return null;
-    const ic = await this.call("mint", () => this.issuingCardOf(cardholder, refs));
+    const ic = await this.call("mint", async () => {
+      const own = cardholder ? await this.issuingCardOf(cardholder, refs) : null;
+      return (
+        own ??
+        firstListed(this.client.issuing.cards.list({ created: createdSince(refs.createdAt), limit: 100 }), (c) => c.metadata?.card_id === refs.cardId)
+      );
+    });
     return ic ? minted(ic) : null;
   }
 
