@@ -97,6 +97,36 @@ describe(`a request that outlives its creation lease (${dbKind}, ${processor})`,
     expect(retry.body.id).toBe(cardId);
   });
 
+  it("a request whose hold call outlives its lease cannot fail the card the recovery pass is still finishing", async () => {
+    // The request's hold call hangs (until its timeout); the recovery pass takes the card over meanwhile.
+    s.processor.fail("hold", "hang");
+    const request = s.request("POST", "/v1/cards", { key, body: { amount_cents: 700 }, headers: { "idempotency-key": "hung-hold" } });
+    let cardId = "";
+    for (let i = 0; i < 100 && !cardId; i++) {
+      cardId = (await s.query("SELECT id FROM cards WHERE status = 'CREATING'"))[0]?.id ?? "";
+      if (!cardId) await new Promise((r) => setTimeout(r, 20));
+    }
+    s.processor.clear();
+    await s.query("UPDATE cards SET lease_until = 1 WHERE id = ?", [cardId]);
+    // The pass places its own hold, then stalls (afterHold) before its mint: mid-way when the request gives up.
+    const pass = s.app.services.maintenance.run();
+    await paused;
+    expect(stalled!.cardId).toBe(cardId);
+    expectError(await request, 502, "processor_error");
+    const [during] = await s.query("SELECT status, revoked_at FROM cards WHERE id = ?", [cardId]);
+    expect(during).toMatchObject({ status: "CREATING", revoked_at: null });
+    stalled!.resume();
+    await pass;
+    const [row] = await s.query("SELECT status, hold_status, hold_id FROM cards WHERE id = ?", [cardId]);
+    expect(row).toMatchObject({ status: "OPEN", hold_status: "OPEN" });
+    expect((await s.processor.hold(row.hold_id))!.status).toBe("requires_capture");
+    expect(await s.processor.cards(cardId)).toEqual(["active"]);
+    // The client's retry gets the card.
+    const retry = await s.request("POST", "/v1/cards", { key, body: { amount_cents: 700 }, headers: { "idempotency-key": "hung-hold" } });
+    expect(retry.status).toBe(201);
+    expect(retry.body.id).toBe(cardId);
+  });
+
   it("the client's retry that takes over its key answers with its card, even with approval required since: no approval too", async () => {
     const { request, cardId } = await overrunWithRetry();
     stalled!.resume();

@@ -37,6 +37,14 @@ export const processorAccount = (account: Account, mode: Principal["mode"]): Pro
  * derived from the card id, so a crash at any point is finished by the recovery pass, or
  * compensated, and never yields a second hold or card.
  */
+/**
+ * A CREATING card as this attempt holds it: its lease as the attempt wrote it (at insert, or at
+ * its takeover). An attempt whose lease ran out and was taken over cannot fail the card: its FAILED
+ * would end the work of the attempt that holds the card now (and say no card of it is live while
+ * that one mints).
+ */
+const owned = (card: Card) => ({ id: card.id, status: "CREATING" as const, ...(card.lease_until !== null ? { lease_until: card.lease_until } : {}) });
+
 export class CardIssuer {
   constructor(private readonly deps: Deps) {}
 
@@ -148,14 +156,17 @@ export class CardIssuer {
     await this.cards.update({ id: card.id, status: "FAILED" }, { creation_key: null });
   }
 
-  /** Takes over a CREATING row whose lease ran out (its request died); false if another holds it. */
+  /**
+   * Takes over a CREATING row whose lease ran out (its request died); false if another holds it.
+   * The card read takes the new lease: it is this attempt's fencing token (see `owned`).
+   */
   private async claim(card: Card): Promise<boolean> {
     const now = Date.now();
-    const res = await this.cards.update(
-      { id: card.id, status: "CREATING", lease_until: LessThan(now) },
-      { lease_until: now + this.deps.config.creationLeaseMs },
-    );
-    return affected(res) === 1;
+    const until = now + this.deps.config.creationLeaseMs;
+    const res = await this.cards.update({ id: card.id, status: "CREATING", lease_until: LessThan(now) }, { lease_until: until });
+    if (affected(res) !== 1) return false;
+    card.lease_until = until;
+    return true;
   }
 
   /**
@@ -220,6 +231,7 @@ export class CardIssuer {
       { ...scope, type: "card.created", object: cardListView(opened) },
     ];
     const done = await commitWithEvents(this.deps.ds, [
+      // First to finish wins (whoever holds the lease): the other one undoes its own (undoBeside).
       this.cards.updateStatement(
         { id: card.id, status: "CREATING" },
         {
@@ -253,7 +265,7 @@ export class CardIssuer {
   private async fail(card: Card, pa: ProcessorAccount, processor: Processor, holdStatus: "NONE" | "PENDING" | "OPEN", mint: "none" | "unknown"): Promise<boolean> {
     const now = Date.now();
     const failed = this.cards.updateStatement(
-      { id: card.id, status: "CREATING" },
+      owned(card),
       {
         status: "FAILED",
         hold_id: card.hold_id,
@@ -287,6 +299,9 @@ export class CardIssuer {
   private async undoBeside(card: Card, pa: ProcessorAccount, processor: Processor, mintedCardId: string | null): Promise<Card> {
     const timeout = this.deps.config.processorTimeoutMs;
     const final = (await this.cards.findOneBy({ id: card.id }))!;
+    // Still being made by the attempt that took it over: what this one made is that one's to find
+    // (its lookups find a hold or a card of the card's), and may be what it uses.
+    if (final.status === "CREATING") return final;
     if (mintedCardId && mintedCardId !== final.processor_card_id)
       await callProcessor("revoke", timeout, () => processor.revokeCard(pa, mintedCardId, `${card.id}:revoke:${mintedCardId}`)).catch(() => undefined);
     const ourHold = card.hold_status === "OPEN" ? card.hold_id : null;
