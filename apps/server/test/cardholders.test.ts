@@ -473,7 +473,7 @@ describe(`cardholders on Stripe (${dbKind})`, () => {
   it("details Stripe refuses (a 400 about a parameter): 403 setup_required naming Stripe's complaint, not a 502; nothing left at Stripe", async () => {
     const account = await s.newAccount({ cardholder: COMPANY });
     const key = await account.key();
-    const complaint = { type: "invalid_request_error", param: "name", message: "The name cannot contain special characters." };
+    const complaint = { type: "invalid_request_error" as const, param: "name", message: "The name cannot contain special characters." };
     fake.fail("issuing.cardholders.create", { kind: "error", status: 400, error: complaint });
     const err = expectError(await create(key), 403, "setup_required");
     expect(err.details.missing).toEqual(["cardholder"]);

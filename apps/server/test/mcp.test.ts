@@ -10,7 +10,7 @@ import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { luhnValid } from "./fake-stripe.js";
 import { dbKind, expectError, processor, startServer, type TestServer } from "./harness.js";
-import { PAN_LIKE } from "./helpers.js";
+import { PAN_LIKE, sleep } from "./helpers.js";
 
 /**
  * Issue 15, point 4: the MCP server. The official MCP SDK client talks to cardctl-mcp over stdio
@@ -185,6 +185,38 @@ describe(`MCP server (${processor}, ${dbKind})`, () => {
       for (let i = 1; i < progress.length; i++) expect(progress[i]!.progress).toBeGreaterThan(progress[i - 1]!.progress);
     });
 
+    it("a cancelled wait stops waiting on the server: it polls no more", async () => {
+      const a = await account({ approval: true });
+      const agent = await connect(transport, a.agent);
+      const approvalId = (await requestCard(agent, { amount_cents: 820 })).structuredContent.approval.id as string;
+      const abort = new AbortController();
+      const waiting = agent.callTool({ name: "wait_for_approval", arguments: { id: approvalId, wait_seconds: 60 } }, undefined, { signal: abort.signal });
+      await sleep(1500);
+      abort.abort();
+      await expect(waiting).rejects.toThrow();
+      await sleep(300);
+      // The key's hourly budget shows every poll: none in the next 5 s (the wait polled every 1 to 3.4 s).
+      const remaining = async () => Number((await s.request("GET", "/v1/balance", { key: a.agent })).headers.get("ratelimit-remaining"));
+      const before = await remaining();
+      await sleep(5000);
+      expect(await remaining()).toBe(before - 1);
+    });
+
+    it("request_card retried under its key after a human decided answers with the decision, not the first answer's pending", async () => {
+      const a = await account({ approval: true });
+      const agent = await connect(transport, a.agent);
+      const key = `order-${randomUUID()}`;
+      const first = await requestCard(agent, { amount_cents: 830, idempotency_key: key });
+      expect(first.structuredContent.outcome).toBe("pending_approval");
+      const approved = await s.request("POST", `/v1/approvals/${first.structuredContent.approval.id}/approve`, { key: a.full });
+      const again = await requestCard(agent, { amount_cents: 830, idempotency_key: key });
+      expect(again.structuredContent).toMatchObject({ outcome: "issued", card: { id: approved.body.id }, approval: { status: "APPROVED" } });
+      // A key a header cannot carry is refused by the tool, on either transport alike.
+      const bad = await call(agent, "request_card", { amount_cents: 830, idempotency_key: "a\nb" });
+      expect(bad.isError).toBe(true);
+      expect(text(bad)).toMatch(/idempotency_key/);
+    });
+
     it("request_card with wait_seconds waits for the decision: a rejection, and a request still pending when the time is up", async () => {
       const a = await account({ approval: true });
       const agent = await connect(transport, a.agent);
@@ -254,6 +286,8 @@ describe(`MCP server (${processor}, ${dbKind})`, () => {
       const missing = await call(agent, "get_card", { id: "card_doesnotexist" });
       expect(missing.isError).toBe(true);
       expect(missing.structuredContent.error.code).toBe("not_found");
+      // The error object as JSON text too, for clients that hand the model only the text.
+      expect(missing.content.some((c) => c.type === "text" && JSON.parse(c.text.startsWith("{") ? c.text : "null")?.error?.request_id === missing.structuredContent.error.request_id)).toBe(true);
 
       const invalid = await requestCard(agent, { amount_cents: 0 });
       expect(invalid.isError).toBe(true);
@@ -283,6 +317,9 @@ describe(`MCP server (${processor}, ${dbKind})`, () => {
     expect(body.error).toMatchObject({ code: "unauthorized", request_id: none.headers.get("request-id") });
     const bad = await fetch(`${s.url}/mcp`, { method: "POST", headers: { ...headers, authorization: "Bearer sk_test_nope" }, body: JSON.stringify(init) });
     expect(bad.status).toBe(401);
+    const inQuery = await fetch(`${s.url}/mcp?api_key=sk_test_nope`, { method: "POST", headers, body: JSON.stringify(init) });
+    expect(inQuery.status).toBe(401);
+    expect(inQuery.headers.get("www-authenticate")).toMatch(/^Bearer/);
     // A page of another site (it sends an Origin) is refused, the key notwithstanding (DNS rebinding).
     const fromPage = await s.request("POST", "/mcp", { body: { jsonrpc: "2.0", id: 1, method: "ping" }, headers: { origin: "http://evil.example", accept: "application/json, text/event-stream" } });
     expectError(fromPage, 403, "forbidden");

@@ -275,7 +275,7 @@ describe(`stripe processor (${dbKind})`, () => {
         expect(new Set(captures.map((c) => c.idempotencyKey)).size).toBe(1);
       });
 
-    for (const type of ["invalid_request_error", "idempotency_error"])
+    for (const type of ["invalid_request_error", "idempotency_error"] as const)
       it(`a 409 idempotency_key_in_use (${type}: a request under the same key still running) is retried under the same key, never sent under a new one`, async () => {
         const { account, key } = await setup();
         const card = (await s.request("POST", "/v1/cards", { key, body: { amount_cents: 900 } })).body;

@@ -79,11 +79,16 @@ export async function awaitDecision(client: Cardctl, id: string, waitSeconds: nu
   } catch (err) {
     if (!(err instanceof DecisionTimeoutError)) throw err;
     // Decided right at the deadline or not: one last look.
-    const approval = await client.approvals.retrieve(id, { signal: extra.signal });
-    if (approval.status === "PENDING") return pending(approval);
-    if (approval.status === "APPROVED") return issued(await client.cards.get(approval.card_id ?? "", {}, { signal: extra.signal }), approval);
-    return decided(approval);
+    return currentDecision(client, id, extra);
   } finally {
     clearInterval(timer);
   }
+}
+
+/** An approval request as it stands now: still pending, or decided (with its card when approved). */
+export async function currentDecision(client: Cardctl, id: string, extra: Extra): Promise<CallToolResult> {
+  const approval = await client.approvals.retrieve(id, { signal: extra.signal });
+  if (approval.status === "PENDING") return pending(approval);
+  if (approval.status === "APPROVED") return issued(await client.cards.get(approval.card_id ?? "", {}, { signal: extra.signal }), approval);
+  return decided(approval);
 }

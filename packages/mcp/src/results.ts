@@ -27,7 +27,8 @@ export function toolError(err: unknown): CallToolResult {
   if (err instanceof PolicyViolationError && err.maxAmountCents !== undefined)
     text += ` The most one card may hold is ${err.maxAmountCents} cents (${formatMoney(err.maxAmountCents)}); ask for less, or ask a human to raise the policy.`;
   const error = { code: err.code, message: err.message, status: err.status ?? null, details: err.details, request_id: err.requestId ?? null };
-  return { isError: true, content: [{ type: "text", text }], structuredContent: { error } };
+  // As for a success: the object as JSON text too, for clients that hand the model only the text.
+  return { isError: true, content: [{ type: "text", text }, { type: "text", text: JSON.stringify({ error }) }], structuredContent: { error } };
 }
 
 /** Runs a tool's body, answering API failures as tool errors. */

@@ -72,10 +72,15 @@ export function registerAuth(app: FastifyInstance, services: Services, adminToke
 /** Answers a failed authentication; registered after the rate limiter. */
 export function registerAuthRejection(app: FastifyInstance) {
   app.addHook("preHandler", (req, reply, done) => {
-    if (req.authError) sendError(req, reply, req.authError);
-    else done();
+    if (!req.authError) return done();
+    // MCP clients learn how to authenticate from the challenge, as every other 401 of /mcp says it.
+    if (routedPath(req) === "/mcp") reply.header("www-authenticate", MCP_CHALLENGE);
+    sendError(req, reply, req.authError);
   });
 }
+
+/** The WWW-Authenticate challenge of /mcp's 401s. */
+export const MCP_CHALLENGE = 'Bearer realm="cardctl"';
 
 /**
  * Why /admin/v1 refused a request: no credentials at all, an API key where the admin token

@@ -1,7 +1,8 @@
-import { AppError } from "@cardctl/api";
+import { AppError, sha256 } from "@cardctl/api";
 import { createCardctlMcpServer } from "@cardctl/mcp";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import { MCP_CHALLENGE } from "./auth.js";
 import { sendError } from "./errors.js";
 
 /**
@@ -13,6 +14,13 @@ import { sendError } from "./errors.js";
  */
 export function registerMcp(app: FastifyInstance, publicUrl: string) {
   const ownOrigin = new URL(publicUrl).origin;
+  /**
+   * The calls running on this instance, by key and JSON-RPC id: stateless, a client's
+   * notifications/cancelled comes in a POST of its own, whose fresh server knows no call; it ends
+   * the call's own server here instead (closing it aborts the tool's signal: a wait stops polling).
+   */
+  const running = new Map<string, () => void>();
+  const callKey = (apiKey: string, id: unknown) => `${sha256(apiKey)}:${JSON.stringify(id)}`;
   app.post("/mcp", { config: { rateLimit: false } }, async (req, reply) => {
     // The transport spec's rule: a request a web page sent (it has an Origin) from another site is refused.
     const origin = req.headers.origin;
@@ -38,9 +46,18 @@ export function registerMcp(app: FastifyInstance, publicUrl: string) {
     }
     const { server } = opened;
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
-    reply.raw.on("close", () => {
+    const messages = (Array.isArray(req.body) ? req.body : [req.body]) as { id?: unknown; method?: unknown; params?: { requestId?: unknown } }[];
+    for (const m of messages)
+      if (m?.method === "notifications/cancelled" && m.params?.requestId !== undefined) running.get(callKey(apiKey, m.params.requestId))?.();
+    const calls = messages.filter((m) => m?.method === "tools/call" && m.id !== undefined).map((m) => callKey(apiKey, m.id));
+    const end = () => {
       void transport.close();
       void server.close();
+    };
+    for (const call of calls) running.set(call, end);
+    reply.raw.on("close", () => {
+      for (const call of calls) if (running.get(call) === end) running.delete(call);
+      end();
     });
     reply.hijack();
     await server.connect(transport);
@@ -55,7 +72,7 @@ export function registerMcp(app: FastifyInstance, publicUrl: string) {
 
 /** The API's error envelope (its request_id this request's); a 401 also says how to authenticate. */
 function refuse(req: FastifyRequest, reply: FastifyReply, err: AppError) {
-  if (err.status === 401) reply.header("www-authenticate", 'Bearer realm="cardctl"');
+  if (err.status === 401) reply.header("www-authenticate", MCP_CHALLENGE);
   return sendError(req, reply, err);
 }
 

@@ -1,7 +1,7 @@
 import { formatMoney, schemas as s } from "@cardctl/sdk";
 import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { z } from "zod";
-import { MAX_WAIT_SECONDS, awaitDecision, describeCard, issued, pending, publicCard, type Extra } from "../cards.js";
+import { MAX_WAIT_SECONDS, awaitDecision, currentDecision, describeCard, issued, publicCard, type Extra } from "../cards.js";
 import { guarded, ok } from "../results.js";
 import { revealCard } from "../reveal.js";
 import type { ToolContext } from "./context.js";
@@ -18,6 +18,8 @@ const requestCardInput = s.createCardInput.extend({
     .string()
     .min(1)
     .max(199)
+    // It travels as the Idempotency-Key header, which carries printable ASCII only.
+    .regex(/^[\x20-\x7e]+$/, "must be printable ASCII (letters, digits, - _ : and the like): it is sent as the Idempotency-Key header")
     .describe(
       "A key of your own for this purchase (say the order id, or a new UUID). Retry with the same key after an error or a timeout: it answers with the first card (or approval), never a second one. A new purchase needs a new key.",
     ),
@@ -44,7 +46,9 @@ export function registerAgentTools(server: McpServer, { client, reveal }: ToolCo
     guarded(async ({ wait_seconds, idempotency_key, ...params }, extra) => {
       const created = await client.cards.create(params, { idempotencyKey: idempotency_key, signal: extra.signal });
       if (created.status !== "PENDING_APPROVAL") return issued(created, null);
-      return wait_seconds > 0 ? awaitDecision(client, created.approval_id, wait_seconds, extra) : pending(created);
+      // Read as it stands: a retry under the same key replays the first answer (202), though a
+      // human may have decided since.
+      return wait_seconds > 0 ? awaitDecision(client, created.approval_id, wait_seconds, extra) : currentDecision(client, created.approval_id, extra);
     }),
   );
 
