@@ -611,6 +611,18 @@ describe(`card expiry (${dbKind}, ${processor})`, () => {
     }
   });
 
+  it("a lapse reported against a card read before its settlement leaves the settled card USED (not closed)", async () => {
+    const c = (await s.request("POST", "/v1/cards", { body: { amount_cents: 500 } })).body;
+    const principal = { keyId: "key_lapse", accountId: s.accountId, mode: "test" as const, role: "full" as const };
+    const auth = (await s.request("POST", `/v1/test_helpers/cards/${c.id}/authorizations`, { body: { amount_cents: 200 } })).body;
+    const readBeforeSettlement = await s.app.services.cards.find(principal, c.id);
+    expect((await s.request("POST", `/v1/test_helpers/authorizations/${auth.id}/capture`, {})).status).toBe(201);
+    const after = await s.app.services.lifecycle.holdCanceled(readBeforeSettlement);
+    expect(after).toMatchObject({ status: "USED", hold_status: "CAPTURED" });
+    const types = (await s.request("GET", "/v1/events?limit=5")).body.data.filter((e: any) => [e.data.object.id, e.data.object.card_id].includes(c.id)).map((e: any) => e.type);
+    expect(types).not.toContain("card.closed");
+  });
+
   it("a sweep that read the card OPEN leaves it alone when an authorization used it before the sweep's update", async () => {
     const c = (await s.request("POST", "/v1/cards", { body: { amount_cents: 500 } })).body;
     const principal = { keyId: "key_sweep", accountId: s.accountId, mode: "test" as const, role: "full" as const };

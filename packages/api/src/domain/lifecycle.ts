@@ -449,6 +449,10 @@ export class CardLifecycle {
     const released = this.event(card, "hold.released", holdView(card, 0));
     // The card is closed from the status read, with its event; if it changed meanwhile, read again.
     for (let current = card; ; current = (await this.cards.findOneBy({ id: card.id }))!) {
+      // Settled meanwhile (a lapse reported against a card read before its capture was recorded):
+      // its hold is captured in our books, and a capture the processor then refuses is charged
+      // off-session (the payment queue); the card stays as it is.
+      if (current.hold_status === "CAPTURED") break;
       const held = current.hold_status === "OPEN";
       if (current.status !== "OPEN" && current.status !== "USED") {
         if (held) await commitWithEvents(this.deps.ds, [lapse(1)], current.status === "CLOSED" ? [released] : []);
