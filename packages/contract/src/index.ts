@@ -196,7 +196,7 @@ const amountOrZero = centsIn(0, 50000);
 export const merchant = z.strictObject({
   name: z.string().min(1).max(200).optional(),
   category: z.string().min(1).max(100).optional(),
-  country: z.string().regex(/^[A-Z]{2}$/, "ISO 3166-1 alpha-2, e.g. US").optional(),
+  country: z.string().regex(/^[A-Z]{2}$/, "must be an ISO 3166-1 alpha-2 country code in capitals, e.g. US").optional(),
 });
 export const authorizationStatus = z.enum(["pending", "closed", "reversed", "expired"]);
 export const authorization = z.object({
