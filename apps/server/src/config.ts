@@ -126,6 +126,8 @@ function databaseUrl(raw: string): string {
 const MAX_CARD_TTL_SECONDS = 4 * 24 * 3600;
 
 const MINUTE_MS = 60_000;
+/** CREATION_LEASE_MS is at least this many processor timeouts. */
+const LEASE_PER_TIMEOUT = 3;
 const HOUR_MS = 60 * MINUTE_MS;
 const DAY_MS = 24 * HOUR_MS;
 
@@ -289,6 +291,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, isTTY: boolean 
   if (!LOG_LEVELS.includes(logLevel)) throw new ConfigError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(", ")}, got '${logLevel}'`);
   const logFormat = env.LOG_FORMAT || (isTTY ? "pretty" : "json");
   if (logFormat !== "pretty" && logFormat !== "json") throw new ConfigError(`LOG_FORMAT must be 'pretty' or 'json', got '${logFormat}'`);
+  const processorTimeoutMs = int(env, "PROCESSOR_TIMEOUT_MS", 10000, 1, 10 * MINUTE_MS);
+  const creationLeaseMs = int(env, "CREATION_LEASE_MS", 60000, 1, HOUR_MS);
+  // A card's creation makes up to three processor calls in a row (hold, mint, and a lookup when it
+  // takes a card over): a lease shorter would hand a request still at the processor to another.
+  if (creationLeaseMs < LEASE_PER_TIMEOUT * processorTimeoutMs)
+    throw new ConfigError(
+      `CREATION_LEASE_MS (${creationLeaseMs}) must be at least ${LEASE_PER_TIMEOUT} x PROCESSOR_TIMEOUT_MS (${processorTimeoutMs}): a request still at the processor would be taken over. Raise CREATION_LEASE_MS to ${LEASE_PER_TIMEOUT * processorTimeoutMs} or more, or lower PROCESSOR_TIMEOUT_MS`,
+    );
   return {
     port,
     host,
@@ -306,9 +316,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, isTTY: boolean 
     cardTtlSeconds: int(env, "CARD_TTL_SECONDS", 86400, 1, MAX_CARD_TTL_SECONDS),
     rateLimitPerHour: int(env, "RATE_LIMIT_PER_HOUR", 1000, 1, 1_000_000_000),
     publicUrl: publicUrl(env, host, port),
-    processorTimeoutMs: int(env, "PROCESSOR_TIMEOUT_MS", 10000, 1, 10 * MINUTE_MS),
+    processorTimeoutMs,
     requestTimeoutMs: int(env, "REQUEST_TIMEOUT_MS", 30000, 1000, HOUR_MS),
-    creationLeaseMs: int(env, "CREATION_LEASE_MS", 60000, 1, HOUR_MS),
+    creationLeaseMs,
     maintenanceIntervalMs: int(env, "MAINTENANCE_INTERVAL_MS", 30000, 0, DAY_MS),
     trustProxy: trustProxy(env),
     webhookAllowPrivate: flag(env, "WEBHOOK_ALLOW_PRIVATE"),

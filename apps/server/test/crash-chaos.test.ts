@@ -33,7 +33,7 @@ describe(`SIGKILL at random points, then retries (${dbKind})`, () => {
   /** Two instances on one database: one is killed per round while the other's recovery pass runs. */
   const servers: ServerProcess[] = [];
   let apiKey: string;
-  const env = () => ({ DATABASE_URL: db.url, CREATION_LEASE_MS: "400", MAINTENANCE_INTERVAL_MS: "200", CARDCTL_TEST_PAUSE_AFTER_HOLD_MS: "150" });
+  const env = () => ({ DATABASE_URL: db.url, CREATION_LEASE_MS: "600", PROCESSOR_TIMEOUT_MS: "200", MAINTENANCE_INTERVAL_MS: "200", CARDCTL_TEST_PAUSE_AFTER_HOLD_MS: "150" });
 
   beforeAll(async () => {
     db = await processDatabase();
