@@ -261,26 +261,20 @@ describe(`stripe processor (${dbKind})`, () => {
       expect((await atStripe(account.id)).intents.map((pi) => pi.status)).toEqual(["canceled"]);
     });
 
-    for (const code of ["rate_limit", "lock_timeout"])
-      it(`a 429 ${code} is retried with backoff under the same key, within the call`, async () => {
+    const inUse = "There is currently another in-progress request using this idempotent key. Please try again later.";
+    // Stripe's "try again shortly", none of them stored under the key: a 429 (rate_limit,
+    // lock_timeout), and a 409 idempotency_key_in_use (a request under the same key still running).
+    const busy = [
+      { name: "a 429 rate_limit", status: 429, error: { type: "invalid_request_error" as const, code: "rate_limit", message: "Too many requests." } },
+      { name: "a 429 lock_timeout", status: 429, error: { type: "invalid_request_error" as const, code: "lock_timeout", message: "Too many requests." } },
+      { name: "a 409 idempotency_key_in_use", status: 409, error: { type: "invalid_request_error" as const, code: "idempotency_key_in_use", message: inUse } },
+      { name: "a 409 idempotency_key_in_use typed idempotency_error", status: 409, error: { type: "idempotency_error" as const, code: "idempotency_key_in_use", message: inUse } },
+    ];
+    for (const { name, status, error } of busy)
+      it(`${name} is retried with backoff under the same key, within the call (never under a new key)`, async () => {
         const { account, key } = await setup();
         const card = (await s.request("POST", "/v1/cards", { key, body: { amount_cents: 900 } })).body;
-        fake.fail("payment_intents.capture", { kind: "error", status: 429, error: { type: "invalid_request_error", code, message: "Too many requests." } }, 2);
-        const bought = await s.request("POST", `/v1/test_helpers/cards/${card.id}/purchase`, { key, body: { amount_cents: 400 } });
-        expect(bought.body).toMatchObject({ approved: true });
-        const pi = (await atStripe(account.id)).intents[0]!;
-        expect(pi).toMatchObject({ status: "succeeded", amount_received: 400 });
-        const captures = fake.calls(`/v1/payment_intents/${pi.id}/capture`);
-        expect(captures).toHaveLength(3);
-        expect(new Set(captures.map((c) => c.idempotencyKey)).size).toBe(1);
-      });
-
-    for (const type of ["invalid_request_error", "idempotency_error"] as const)
-      it(`a 409 idempotency_key_in_use (${type}: a request under the same key still running) is retried under the same key, never sent under a new one`, async () => {
-        const { account, key } = await setup();
-        const card = (await s.request("POST", "/v1/cards", { key, body: { amount_cents: 900 } })).body;
-        const inUse = { type, code: "idempotency_key_in_use", message: "There is currently another in-progress request using this idempotent key. Please try again later." };
-        fake.fail("payment_intents.capture", { kind: "error", status: 409, error: inUse }, 2);
+        fake.fail("payment_intents.capture", { kind: "error", status, error }, 2);
         const bought = await s.request("POST", `/v1/test_helpers/cards/${card.id}/purchase`, { key, body: { amount_cents: 400 } });
         expect(bought.body).toMatchObject({ approved: true });
         const pi = (await atStripe(account.id)).intents[0]!;
