@@ -19,7 +19,7 @@ import type { Deps, Principal } from "./deps.js";
 import { AppError, notFound } from "./errors.js";
 import { newId } from "./ids.js";
 import { pageOf, type Page, type PageQuery } from "./paging.js";
-import { moneyMoved, type NewPayment, type PaymentQueue } from "./payments.js";
+import type { NewPayment, PaymentQueue } from "./payments.js";
 import { commitWithEvents, PROCESSOR, SYSTEM, type NewEvent } from "./events.js";
 import { authorizationView, cardListView, holdView, transactionView } from "./views.js";
 
@@ -96,7 +96,7 @@ interface LedgerPlan {
  * retried would leave that charge owed in full when it fails.
  */
 const drawOrder = (p: Payment): number =>
-  p.status === "uncollected" ? 0 : p.status === "pending" ? 1 : moneyMoved(p) ? 2 : 3;
+  p.status === "uncollected" ? 0 : p.status === "pending" ? 1 : p.status === "succeeded" ? 2 : 3;
 
 /**
  * The refund payments that give `amount` back from a card's collections (hold capture, charges),

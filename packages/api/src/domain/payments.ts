@@ -25,14 +25,6 @@ const excessRefundFailed = (payment: Payment, error: string) =>
 export type NewPayment = Pick<Payment, "kind" | "amount_cents" | "refund_of">;
 
 /**
- * Whether a refund may draw on a collection now: it was collected. One that needs an operator is
- * not, even if its money moved (a hold_capture names its hold before it is captured, so nothing
- * here tells a capture that failed from one whose minimum's difference could not be given back):
- * its refunds are the operator's too.
- */
-export const moneyMoved = (p: Payment): boolean => p.status === "succeeded";
-
-/**
  * The money that moves between the account's payment method and the card processor because a
  * card's transactions settled: the capture of the card's hold, off-session charges beyond it,
  * refunds. Each payment is a row written with its transaction (the intent), then carried out with
@@ -164,7 +156,9 @@ export class PaymentQueue {
   private async carryOut(payment: Payment, card: Card): Promise<(Pick<Payment, "status" | "processor_payment_id"> & Collected) | null> {
     const source = payment.kind === "refund" ? await this.repo.findOneBy({ id: payment.refund_of! }) : null;
     if (source?.status === "uncollected") return { status: "waived", processor_payment_id: null };
-    if (payment.kind === "refund" && !moneyMoved(source!)) return null;
+    // Only a collection that succeeded can be refunded; one needing an operator leaves its refunds
+    // to the operator too (a hold_capture names its hold before it is captured).
+    if (payment.kind === "refund" && source?.status !== "succeeded") return null;
     const processor = this.deps.processors(card.mode);
     const pa = processorAccount(await this.accounts.get(card.account_id), card.mode);
     const timeout = this.deps.config.processorTimeoutMs;
@@ -210,8 +204,8 @@ export class PaymentQueue {
 
   /**
    * A refund of a payment not made yet: waiting is no failed attempt. It is tried again right after
-   * the payment's own next attempt; a payment that needs an operator before any money moved leaves
-   * its refunds to the operator too.
+   * the payment's own next attempt; a payment that needs an operator leaves its refunds to the
+   * operator too.
    */
   private async waitForSource(payment: Payment): Promise<boolean> {
     const source = (await this.repo.findOneBy({ id: payment.refund_of! }))!;
@@ -228,7 +222,7 @@ export class PaymentQueue {
     });
     // Made while this attempt looked (its runWaitingRefunds found this one still claimed): go on now.
     const again = await this.repo.findOneBy({ id: source.id });
-    if (!again || !moneyMoved(again)) return false;
+    if (again?.status !== "succeeded") return false;
     return this.runNow(payment.id);
   }
 
