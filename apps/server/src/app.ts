@@ -24,8 +24,9 @@ import { createProcessors } from "./processors.js";
 export interface AppOptions {
   /** Where logs go (tests capture them); stdout by default. */
   logStream?: NodeJS.WritableStream;
-  /** Test hook between hold and mint. */
+  /** Test hooks before the hold and between hold and mint. */
   afterHold?: (cardId: string) => Promise<void>;
+  beforeHold?: (cardId: string) => Promise<void>;
 }
 
 /** Fastify's request log lines, without the two a request logs when all goes well. */
@@ -61,6 +62,7 @@ export async function buildApp(config: Config, opts: AppOptions = {}) {
       },
     },
     afterHold: opts.afterHold,
+    beforeHold: opts.beforeHold,
   });
   const boot = await bootstrap(ds, services, config.adminToken);
 

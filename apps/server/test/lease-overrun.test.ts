@@ -97,6 +97,22 @@ describe(`a request that outlives its creation lease (${dbKind}, ${processor})`,
     expect(retry.body.id).toBe(cardId);
   });
 
+  it("its mint whose answer is lost is found and revoked: the finished card stays the only live one", async () => {
+    const { request, cardId, recovered } = await overrun();
+    s.processor.lose("mint");
+    try {
+      stalled!.resume();
+      const res = await request;
+      expectError(res, 502, "processor_error");
+    } finally {
+      s.processor.clear();
+    }
+    const [row] = await s.query("SELECT status, processor_card_id, hold_status FROM cards WHERE id = ?", [cardId]);
+    expect(row).toMatchObject({ status: "OPEN", processor_card_id: recovered, hold_status: "OPEN" });
+    expect((await s.processor.cards(cardId)).sort()).toEqual(["active", "canceled"]);
+    expect((await s.processor.holds(cardId)).map((h) => h.status)).toEqual(["requires_capture"]);
+  });
+
   it("a request whose hold call outlives its lease cannot fail the card the recovery pass is still finishing", async () => {
     // The request's hold call hangs (until its timeout); the recovery pass takes the card over meanwhile.
     s.processor.fail("hold", "hang");
@@ -131,5 +147,45 @@ describe(`a request that outlives its creation lease (${dbKind}, ${processor})`,
     const { request, cardId } = await overrunWithRetry();
     stalled!.resume();
     expect((await request).body.id).toBe(cardId);
+  });
+
+  it("its hold placed after the recovery pass finished the card, its answer lost, is found and cancelled", async () => {
+    await s.close();
+    let resume!: () => void;
+    let reached!: (cardId: string) => void;
+    const atHold = new Promise<string>((r) => (reached = r));
+    let first = true;
+    s = await startServer(
+      { PROCESSOR_TIMEOUT_MS: "1000" },
+      {
+        // The first attempt stalls before its hold; the recovery pass's goes straight on.
+        beforeHold: (cardId) => {
+          if (!first) return Promise.resolve();
+          first = false;
+          reached(cardId);
+          return new Promise<void>((r) => (resume = r));
+        },
+      },
+    );
+    key = await (await s.newAccount()).key();
+    const request = s.request("POST", "/v1/cards", { key, body: { amount_cents: 700 }, headers: { "idempotency-key": "late-hold" } });
+    const cardId = await atHold;
+    await s.query("UPDATE cards SET lease_until = 1 WHERE id = ?", [cardId]);
+    await s.app.services.maintenance.run();
+    const [recovered] = await s.query("SELECT status, hold_id FROM cards WHERE id = ?", [cardId]);
+    expect(recovered.status).toBe("OPEN");
+    s.processor.lose("hold");
+    try {
+      resume();
+      expectError(await request, 502, "processor_error");
+    } finally {
+      s.processor.clear();
+    }
+    const [row] = await s.query("SELECT status, hold_status, hold_id FROM cards WHERE id = ?", [cardId]);
+    expect(row).toMatchObject({ status: "OPEN", hold_status: "OPEN", hold_id: recovered.hold_id });
+    const holds = await s.processor.holds(cardId);
+    expect(holds.map((h) => h.status).sort()).toEqual(["canceled", "requires_capture"]);
+    expect((await s.processor.hold(recovered.hold_id))!.status).toBe("requires_capture");
+    expect(await s.processor.cards(cardId)).toEqual(["active"]);
   });
 });

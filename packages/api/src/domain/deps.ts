@@ -33,6 +33,8 @@ export interface Deps {
   config: DomainConfig;
   /** Test hook: runs between the hold and the mint of every card (crash tests pause here). */
   afterHold?: (cardId: string) => Promise<void>;
+  /** Test hook: runs before every card's hold is placed (an attempt stalled there outlives its lease). */
+  beforeHold?: (cardId: string) => Promise<void>;
 }
 
 /** The API key a request authenticated with, or a signed-in owner (the dashboard). */

@@ -183,10 +183,11 @@ export class CardIssuer {
       // Rows written before holds were recorded as PENDING at insert get their intent first.
       if (card.hold_status === "NONE") await this.cards.update({ id: card.id, status: "CREATING" }, { hold_status: "PENDING" });
       try {
-        const found = resumed ? await callProcessor("hold", timeout, () => processor.findHold(pa, cardRefs(card))) : null;
+        const found = resumed ? (await callProcessor("hold", timeout, () => processor.findHolds(pa, cardRefs(card)))).find((h) => h.status === "held") : undefined;
         const key = resumed ? `${card.id}:hold:${randomToken(8)}` : `${card.id}:hold`;
+        if (!found) await this.deps.beforeHold?.(card.id);
         const { holdId } =
-          found?.status === "held" ? found : await callProcessor("hold", timeout, () => processor.placeHold(pa, card.amount_cents, cardRefs(card), key));
+          found ?? await callProcessor("hold", timeout, () => processor.placeHold(pa, card.amount_cents, cardRefs(card), key));
         // Written with the card's next update (OPEN or FAILED): until then PENDING already says
         // "a hold may exist under this card's key", which is all recovery needs to find it.
         card.hold_id = holdId;
@@ -203,7 +204,7 @@ export class CardIssuer {
     try {
       // Taken over: the first attempt may have minted (found by reading), or its key may replay a
       // failure or carry another cardholder; a new mint goes under a key of this attempt's own.
-      const found = resumed ? await callProcessor("mint", timeout, () => processor.findCard(pa, cardRefs(card))) : null;
+      const found = resumed ? (await callProcessor("mint", timeout, () => processor.findCards(pa, cardRefs(card))))[0] : undefined;
       const key = resumed ? `${card.id}:mint:${randomToken(8)}` : `${card.id}:mint`;
       minted =
         found ?? (await callProcessor("mint", timeout, () => processor.mintCard(pa, { ...cardRefs(card), amountCents: card.amount_cents, agentId: card.agent_id }, key)));
@@ -292,9 +293,9 @@ export class CardIssuer {
 
   /**
    * An attempt that lost its card to another (which finished it OPEN or FAILED after this one's
-   * lease ran out) takes back what it made that the card does not hold: its own processor card,
-   * and its own hold. A hold whose creation's outcome is unknown here is left to that attempt's
-   * lookups, which would have found it.
+   * lease ran out) takes back what was made for the card that the card does not hold: its own
+   * processor card and hold, and any whose creation's outcome is unknown here (an answer lost, or
+   * made after the other attempt's lookups), found by reading the processor.
    */
   private async undoBeside(card: Card, pa: ProcessorAccount, processor: Processor, mintedCardId: string | null): Promise<Card> {
     const timeout = this.deps.config.processorTimeoutMs;
@@ -302,11 +303,17 @@ export class CardIssuer {
     // Still being made by the attempt that took it over: what this one made is that one's to find
     // (its lookups find a hold or a card of the card's), and may be what it uses.
     if (final.status === "CREATING") return final;
-    if (mintedCardId && mintedCardId !== final.processor_card_id)
-      await callProcessor("revoke", timeout, () => processor.revokeCard(pa, mintedCardId, `${card.id}:revoke:${mintedCardId}`)).catch(() => undefined);
-    const ourHold = card.hold_status === "OPEN" ? card.hold_id : null;
-    if (ourHold && (ourHold !== final.hold_id || final.status === "FAILED"))
-      await callProcessor("cancel", timeout, () => processor.cancelHold(pa, ourHold, `${card.id}:cancel:${ourHold}`)).catch(() => undefined);
+    const [holds, minted] = await Promise.all([
+      callProcessor("hold", timeout, () => processor.findHolds(pa, cardRefs(card))).catch(() => []),
+      callProcessor("mint", timeout, () => processor.findCards(pa, cardRefs(card))).catch(() => []),
+    ]);
+    const cardIds = new Set([...(mintedCardId ? [mintedCardId] : []), ...minted.map((m) => m.processorCardId)]);
+    cardIds.delete(final.processor_card_id!);
+    for (const id of cardIds) await callProcessor("revoke", timeout, () => processor.revokeCard(pa, id, `${card.id}:revoke:${id}`)).catch(() => undefined);
+    // A FAILED card's own hold is its release's (releaseHold); any other is this attempt's to cancel.
+    const ourHold = card.hold_status === "OPEN" && (card.hold_id !== final.hold_id || final.status === "FAILED") ? [card.hold_id!] : [];
+    const holdIds = new Set([...ourHold, ...holds.filter((h) => h.status === "held" && h.holdId !== final.hold_id).map((h) => h.holdId)]);
+    for (const id of holdIds) await callProcessor("cancel", timeout, () => processor.cancelHold(pa, id, `${card.id}:cancel:${id}`)).catch(() => undefined);
     return final;
   }
 
@@ -320,11 +327,13 @@ export class CardIssuer {
     const timeout = this.deps.config.processorTimeoutMs;
     let holdId = card.hold_id;
     if (card.hold_status === "PENDING") {
-      const found = await callProcessor("hold", timeout, () => processor.findHold(pa, cardRefs(card)));
-      if (!found && !final) return;
-      holdId = found?.status === "held" ? found.holdId : null;
-    }
-    if (holdId) await callProcessor("cancel", timeout, () => processor.cancelHold(pa, holdId!, `${card.id}:cancel`));
+      // Every hold found is cancelled: more than one when an attempt outlived its lease.
+      const found = await callProcessor("hold", timeout, () => processor.findHolds(pa, cardRefs(card)));
+      if (found.length === 0 && !final) return;
+      const held = found.filter((h) => h.status === "held").map((h) => h.holdId);
+      for (const id of held) await callProcessor("cancel", timeout, () => processor.cancelHold(pa, id, `${card.id}:cancel:${id}`));
+      holdId = held[0] ?? null;
+    } else if (holdId) await callProcessor("cancel", timeout, () => processor.cancelHold(pa, holdId!, `${card.id}:cancel`));
     // Announced for cards the API shows; a failed creation's hold was never the owner's to see.
     const visible = holdId !== null && (card.status === "OPEN" || card.status === "USED" || card.status === "CLOSED");
     await commitWithEvents(
@@ -344,10 +353,10 @@ export class CardIssuer {
    */
   async revokeLostMint(card: Card, pa: ProcessorAccount, processor: Processor, final = false): Promise<void> {
     const timeout = this.deps.config.processorTimeoutMs;
-    const minted = await callProcessor("mint", timeout, () => processor.findCard(pa, cardRefs(card)));
-    if (minted) await callProcessor("revoke", timeout, () => processor.revokeCard(pa, minted.processorCardId, `${card.id}:revoke`));
-    if (minted || final)
-      await this.cards.update({ id: card.id, status: "FAILED", revoked_at: IsNull() }, { processor_card_id: minted?.processorCardId ?? null, revoked_at: Date.now() });
+    const minted = await callProcessor("mint", timeout, () => processor.findCards(pa, cardRefs(card)));
+    for (const { processorCardId: id } of minted) await callProcessor("revoke", timeout, () => processor.revokeCard(pa, id, `${card.id}:revoke:${id}`));
+    if (minted.length > 0 || final)
+      await this.cards.update({ id: card.id, status: "FAILED", revoked_at: IsNull() }, { processor_card_id: minted[0]?.processorCardId ?? null, revoked_at: Date.now() });
   }
 
   /**

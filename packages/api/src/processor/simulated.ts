@@ -82,15 +82,16 @@ export class SimulatedProcessor implements Processor {
     return { holdId: existing.id as string };
   }
 
-  async findHold(_account: ProcessorAccount, refs: CardRefs) {
-    const [row] = await queryRows(
+  async findHolds(_account: ProcessorAccount, refs: CardRefs) {
+    const rows = await queryRows(
       this.ds,
-      `SELECT id, status FROM sim_holds WHERE idempotency_key = ? OR idempotency_key LIKE ? ORDER BY created_at DESC LIMIT 1`,
+      `SELECT id, status FROM sim_holds WHERE idempotency_key = ? OR idempotency_key LIKE ? ORDER BY created_at DESC`,
       [`${refs.cardId}:hold`, `${refs.cardId}:hold:%`],
     );
-    if (!row) return null;
-    const status = row.status === "requires_capture" ? ("held" as const) : row.status === "captured" ? ("captured" as const) : ("canceled" as const);
-    return { holdId: row.id as string, status };
+    return rows.map((row) => ({
+      holdId: row.id as string,
+      status: row.status === "requires_capture" ? ("held" as const) : row.status === "captured" ? ("captured" as const) : ("canceled" as const),
+    }));
   }
 
   async cancelHold(_account: ProcessorAccount, holdId: string) {
@@ -181,9 +182,9 @@ export class SimulatedProcessor implements Processor {
     return minted;
   }
 
-  async findCard(_account: ProcessorAccount, refs: CardRefs) {
-    const [row] = await queryRows(this.ds, `SELECT id, number, exp_month, exp_year FROM sim_cards WHERE card_ref = ? ORDER BY created_at DESC LIMIT 1`, [refs.cardId]);
-    return row ? mintedCard(row) : null;
+  async findCards(_account: ProcessorAccount, refs: CardRefs) {
+    const rows = await queryRows(this.ds, `SELECT id, number, exp_month, exp_year FROM sim_cards WHERE card_ref = ? ORDER BY created_at DESC`, [refs.cardId]);
+    return rows.map(mintedCard);
   }
 
   async revokeCard(_account: ProcessorAccount, processorCardId: string) {

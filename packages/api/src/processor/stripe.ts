@@ -223,6 +223,13 @@ async function firstListed<T>(list: Stripe.ApiListPromise<T>, match: (item: T) =
   return null;
 }
 
+/** Every item of a list (every page of it) that matches, in the list's order (newest first). */
+async function allListed<T>(list: Stripe.ApiListPromise<T>, match: (item: T) => boolean): Promise<T[]> {
+  const found: T[] = [];
+  for await (const item of list) if (match(item)) found.push(item);
+  return found;
+}
+
 /** Whether `metadata` holds every entry of `wanted`. */
 const sameMetadata = (metadata: Stripe.Metadata | null | undefined, wanted: Record<string, string>) =>
   Object.entries(wanted).every(([k, v]) => metadata?.[k] === v);
@@ -543,16 +550,22 @@ export class StripeProcessor implements Processor {
     return firstListed(this.client.paymentIntents.list({ customer: customerId, created: createdSince(sinceMs), limit: 100 }), (p) => match(p.metadata ?? {}));
   }
 
-  /** The card's hold, found by its metadata among the customer's PaymentIntents. */
-  async findHold(account: ProcessorAccount, refs: CardRefs) {
+  /** The card's holds, found by their metadata among the customer's PaymentIntents made since our card. */
+  async findHolds(account: ProcessorAccount, refs: CardRefs) {
     this.check(account);
     const customerId = (await this.row(account))?.customer_id;
-    if (!customerId) return null;
-    const pi = await this.call("hold", () => this.paymentIntentOf(customerId, refs.createdAt, (m) => m.card_id === refs.cardId && m.purpose === "hold"));
-    if (!pi) return null;
+    if (!customerId) return [];
+    const intents = await this.call("hold", () =>
+      allListed(
+        this.client.paymentIntents.list({ customer: customerId, created: createdSince(refs.createdAt), limit: 100 }),
+        (p) => p.metadata?.card_id === refs.cardId && p.metadata?.purpose === "hold",
+      ),
+    );
     // Any other status holds nothing (placeHold cancels a hold Stripe left unconfirmed).
-    const status = pi.status === "requires_capture" ? ("held" as const) : pi.status === "succeeded" ? ("captured" as const) : ("canceled" as const);
-    return { holdId: pi.id, status };
+    return intents.map((pi) => ({
+      holdId: pi.id,
+      status: pi.status === "requires_capture" ? ("held" as const) : pi.status === "succeeded" ? ("captured" as const) : ("canceled" as const),
+    }));
   }
 
   async cancelHold(account: ProcessorAccount, holdId: string, idempotencyKey: string) {
@@ -683,21 +696,16 @@ export class StripeProcessor implements Processor {
   }
 
   /**
-   * Our card's Issuing card: among the current cardholder's cards first, then among every Issuing
-   * card made since (the card may have been minted under a cardholder the details have replaced
+   * Our card's Issuing cards, among every Issuing card made since our card: not only the current
+   * cardholder's (the card may have been minted under a cardholder the details have replaced
    * since, a new name or type making a new one: missing it would leave a live card behind).
    */
-  async findCard(account: ProcessorAccount, refs: CardRefs) {
+  async findCards(account: ProcessorAccount, refs: CardRefs) {
     this.check(account);
-    const cardholder = (await this.row(account))?.cardholder_id;
-    const ic = await this.call("mint", async () => {
-      const own = cardholder ? await this.issuingCardOf(cardholder, refs) : null;
-      return (
-        own ??
-        firstListed(this.client.issuing.cards.list({ created: createdSince(refs.createdAt), limit: 100 }), (c) => c.metadata?.card_id === refs.cardId)
-      );
-    });
-    return ic ? minted(ic) : null;
+    const cards = await this.call("mint", () =>
+      allListed(this.client.issuing.cards.list({ created: createdSince(refs.createdAt), limit: 100 }), (c) => c.metadata?.card_id === refs.cardId),
+    );
+    return cards.map(minted);
   }
 
   async revokeCard(account: ProcessorAccount, processorCardId: string, idempotencyKey: string) {

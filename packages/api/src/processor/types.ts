@@ -49,19 +49,20 @@ export interface Processor {
   /** `refs` label the hold at the processor (metadata), so it can be found from our ids. */
   placeHold(account: ProcessorAccount, amountCents: number, refs: CardRefs, idempotencyKey: string): Promise<{ holdId: string }>;
   /**
-   * The hold made for our card, whatever key made it, by reading the processor (never by sending
-   * a create again): an unknown outcome is resolved this way. Null when there is none.
-   * `createdAt` is our card's creation time (ms): the hold was made after it.
+   * Every hold made for our card, whatever key made it, newest first, by reading the processor
+   * (never by sending a create again): an unknown outcome is resolved this way. Every one, since an
+   * attempt that outlived its lease may have made one beside the one the card keeps.
+   * `createdAt` is our card's creation time (ms): the holds were made after it.
    */
-  findHold(account: ProcessorAccount, refs: CardRefs): Promise<{ holdId: string; status: "held" | "captured" | "canceled" } | null>;
+  findHolds(account: ProcessorAccount, refs: CardRefs): Promise<Array<{ holdId: string; status: "held" | "captured" | "canceled" }>>;
   cancelHold(account: ProcessorAccount, holdId: string, idempotencyKey: string): Promise<void>;
   /**
    * Captures `amountCents` of the hold and releases the rest; a hold captures once. Throws
    * HoldUnavailableError when the processor has canceled the hold (it lapsed) before.
    */
   captureHold(account: ProcessorAccount, holdId: string, amountCents: number, idempotencyKey: string): Promise<Collected>;
-  /** The processor's card minted for our card, whatever key made it, by reading (as findHold); null when there is none. */
-  findCard(account: ProcessorAccount, refs: CardRefs): Promise<MintedCard | null>;
+  /** Every processor card minted for our card, whatever key made it, newest first, by reading (as findHolds). */
+  findCards(account: ProcessorAccount, refs: CardRefs): Promise<MintedCard[]>;
   mintCard(
     account: ProcessorAccount,
     card: CardRefs & { amountCents: number; agentId: string | null },
