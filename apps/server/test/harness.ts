@@ -66,6 +66,8 @@ export interface ProcessorProbe {
   card(processorCardId: string): Promise<string | undefined>;
   /** How many holds the processor has made in all. */
   holdCount(): Promise<number>;
+  /** The processor cancels a hold on its own (it lapsed), before any news of it reaches us. */
+  lapse(holdId: string): Promise<void>;
   /** Every following call of a step fails (an error, → 502) or hangs (never answers), until clear(). */
   fail(step: ProbeStep, fault: "fail" | "hang" | "decline"): void;
   /** The next call of a step does its work and its answer is lost (Stripe: no answer until the timeout). */
@@ -92,6 +94,7 @@ function simulatedProbe(app: App): ProcessorProbe {
     cards: async (cardId) => (await q("SELECT status FROM sim_cards WHERE card_ref = ?", [cardId])).map((c) => c.status as string),
     card: async (id) => (await q("SELECT status FROM sim_cards WHERE id = ?", [id]))[0]?.status,
     holdCount: async () => Number((await q("SELECT COUNT(*) AS n FROM sim_holds"))[0].n),
+    lapse: async (holdId) => void (await q("UPDATE sim_holds SET status = 'canceled' WHERE id = ?", [holdId])),
     fail: (step, fault) => app.simulated.setFault(step, fault),
     lose: (step) => app.simulated.setFault(step, "lost"),
     clear: () => {
@@ -132,6 +135,7 @@ function stripeProbe(fake: FakeStripe): ProcessorProbe {
     cards: async (cardId) => [...fake.cards.values()].filter((c) => c.metadata.card_id === cardId).map((c) => c.status),
     card: async (id) => fake.cards.get(id)?.status,
     holdCount: async () => fake.paymentIntents.size,
+    lapse: async (holdId) => void Object.assign(fake.paymentIntents.get(holdId)!, { status: "canceled", amount_capturable: 0 }),
     fail: (step, fault) =>
       fake.fail(STRIPE_ROUTES[step], fault === "fail" ? faults.serverError() : fault === "decline" ? faults.decline() : faults.hang(), Number.POSITIVE_INFINITY),
     lose: (step) => fake.fail(STRIPE_ROUTES[step], faults.hangAfter()),

@@ -411,6 +411,21 @@ describe(`money lifecycle scenarios (${dbKind}, ${processor})`, () => {
     await expectInvariant(c.id, 500);
   });
 
+  it("a hold that lapsed at the processor before its capture, the news not yet here: announced released, not captured, and charged", async () => {
+    const c = await card(700);
+    const auth = await authorize(c.id, 500);
+    const [{ hold_id }] = await s.query("SELECT hold_id FROM cards WHERE id = ?", [c.id]);
+    await s.processor.lapse(hold_id);
+    await capture(auth.id, 500);
+    expect(await s.query("SELECT kind, status FROM payments WHERE card_id = ?", [c.id])).toEqual([{ kind: "charge", status: "succeeded" }]);
+    const events = ((await s.request("GET", "/v1/events?limit=100", { key })).body.data as { type: string; data: { object: { id?: string; card_id?: string } } }[])
+      .filter((e) => e.type.startsWith("hold.") && e.data.object.card_id === c.id);
+    expect(events.map((e) => [e.type, e.data.object])).toEqual([
+      ["hold.released", { card_id: c.id, amount_cents: 700, captured_cents: 0, released_cents: 700, status: "released" }],
+    ]);
+    await expectInvariant(c.id, 500);
+  });
+
   it("a charge the payment method declines is uncollected, shown on the balance", async () => {
     const { acct, k, c, auth } = await authorizedInNewAccount(400);
     await whileFailing("charge", "decline", () => s.request("POST", `/v1/test_helpers/authorizations/${auth.id}/capture`, { key: k, body: { amount_cents: 650 } }));

@@ -350,10 +350,8 @@ export class CardLifecycle {
         steps.push(use.step);
         events.push(use.event);
       }
-      if (holdOpen) {
-        steps.push(this.cards.updateStatement({ id: card.id, hold_status: "OPEN" }, { hold_status: "CAPTURED" }, 1));
-        events.push(this.event(card, fromHold > 0 ? "hold.captured" : "hold.released", holdView(card, fromHold)));
-      }
+      // The hold's end is announced by its capture's payment, when the processor has made it (see PaymentQueue).
+      if (holdOpen) steps.push(this.cards.updateStatement({ id: card.id, hold_status: "OPEN" }, { hold_status: "CAPTURED" }, 1));
       if (guarded) steps.push(this.authorizations.updateStatement({ id: guarded, status: In(["pending", "closed"]) }, { status: "closed", updated_at: txn.created_at }, 1));
       else if (req.authorizationId)
         steps.push(this.authorizations.updateStatement({ id: req.authorizationId, status: "pending" }, { status: "closed", updated_at: txn.created_at }));

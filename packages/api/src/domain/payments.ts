@@ -8,8 +8,8 @@ import type { Deps } from "./deps.js";
 import { newId } from "./ids.js";
 import { cardRefs, processorAccount } from "./issuance.js";
 import { callProcessor } from "./processor-call.js";
-import { commitWithEvents, SYSTEM } from "./events.js";
-import { operatorPaymentView } from "./views.js";
+import { commitWithEvents, PROCESSOR, SYSTEM, type NewEvent } from "./events.js";
+import { holdView, operatorPaymentView } from "./views.js";
 
 /** A refund waiting for its payment is tried this long after that payment's next attempt. */
 const WAIT_AFTER_SOURCE_MS = 1_000;
@@ -20,6 +20,15 @@ const processorKey = (payment: Payment) => `${payment.id}:${payment.kind}`;
 /** Why a capture or charge needs an operator when the refund of what the processor's minimum charge took beyond it failed: the customer paid the minimum. */
 const excessRefundFailed = (payment: Payment, error: string) =>
   `the refund of what the processor's minimum charge took beyond ${payment.amount_cents} cents failed: ${error}`;
+
+/** The end of a card's hold, `capturedCents` of it captured (0: released whole), as the processor settled it. */
+const holdEvent = (card: Card, capturedCents: number): NewEvent => ({
+  accountId: card.account_id,
+  mode: card.mode,
+  type: capturedCents > 0 ? "hold.captured" : "hold.released",
+  object: holdView(card, capturedCents),
+  actor: PROCESSOR,
+});
 
 /** A payment row to insert with the transaction that causes it (runAtomically). */
 export type NewPayment = Pick<Payment, "kind" | "amount_cents" | "refund_of">;
@@ -124,20 +133,20 @@ export class PaymentQueue {
       const done = await this.carryOut(payment, card);
       if (done === null) return this.waitForSource(payment);
       const { excessRefundFailure, ...made } = done;
+      // A hold's capture (or release, for 0) is announced once the processor has made it.
+      const held = payment.kind === "hold_capture" ? [holdEvent(card, payment.amount_cents)] : [];
       if (excessRefundFailure) {
         // The money moved, but more than the payment's amount of it: an operator gives the rest back.
-        return this.stop(payment, "attention", excessRefundFailed(payment, excessRefundFailure), made);
+        return this.stop(payment, "attention", excessRefundFailed(payment, excessRefundFailure), made, held);
       }
-      await this.repo.update(
-        { id, status: "pending" },
-        { ...made, lease_until: null, next_attempt_at: null, last_error: null, updated_at: Date.now() },
-      );
+      await this.conclude(payment, { ...made, lease_until: null, next_attempt_at: null, last_error: null, updated_at: Date.now() }, "pending", held);
       if (payment.kind !== "refund") await this.runWaitingRefunds(payment);
       return true;
     } catch (err) {
       if (err instanceof HoldUnavailableError) {
-        // The hold lapsed before the capture: the amount is charged off-session instead.
-        await this.repo.update({ id, status: "pending" }, { kind: "charge", processor_payment_id: null, lease_until: null, next_attempt_at: Date.now(), updated_at: Date.now() });
+        // The hold lapsed before the capture, released with nothing captured: the amount is charged off-session instead.
+        const charge = { kind: "charge" as const, processor_payment_id: null, lease_until: null, next_attempt_at: Date.now(), updated_at: Date.now() };
+        await commitWithEvents(this.deps.ds, [this.repo.updateStatement({ id, status: "pending" }, charge, 1)], [holdEvent(card, 0)]);
         return this.attempt(id);
       }
       if (err instanceof PaymentDeclinedError && payment.kind === "charge") return this.stop(payment, "uncollected", err.message);
@@ -185,8 +194,8 @@ export class PaymentQueue {
   }
 
   /** Ends a payment's attempts in `status`, with why (and what the last attempt `made`, if anything). */
-  private async stop(payment: Payment, status: "uncollected" | "attention", error: string, made: Partial<Payment> = {}): Promise<boolean> {
-    await this.conclude(payment, { ...made, status, lease_until: null, next_attempt_at: null, last_error: error.slice(0, 500), updated_at: Date.now() });
+  private async stop(payment: Payment, status: "uncollected" | "attention", error: string, made: Partial<Payment> = {}, events: NewEvent[] = []): Promise<boolean> {
+    await this.conclude(payment, { ...made, status, lease_until: null, next_attempt_at: null, last_error: error.slice(0, 500), updated_at: Date.now() }, "pending", events);
     return false;
   }
 
@@ -260,14 +269,21 @@ export class PaymentQueue {
 
   /**
    * Writes the outcome of an attempt at a payment still in status `from`; one that leaves it
-   * uncollected or needing an operator is announced (payment.uncollected, processor.attention_needed) with it.
+   * uncollected or needing an operator is announced (payment.uncollected, processor.attention_needed)
+   * with it, as are `events` of what the attempt made.
    */
-  private async conclude(payment: Payment, outcome: Partial<Payment> & { status: Payment["status"] }, from: Payment["status"] = "pending"): Promise<boolean> {
-    const type = outcome.status === "uncollected" ? "payment.uncollected" : outcome.status === "attention" ? "processor.attention_needed" : null;
+  private async conclude(
+    payment: Payment,
+    outcome: Partial<Payment> & { status: Payment["status"] },
+    from: Payment["status"] = "pending",
+    events: NewEvent[] = [],
+  ): Promise<boolean> {
+    const type: NewEvent["type"] | null =
+      outcome.status === "uncollected" ? "payment.uncollected" : outcome.status === "attention" ? "processor.attention_needed" : null;
     const done = await commitWithEvents(
       this.deps.ds,
       [this.repo.updateStatement({ id: payment.id, status: from }, outcome, 1)],
-      type ? [{ accountId: payment.account_id, mode: payment.mode, type, object: operatorPaymentView({ ...payment, ...outcome }), actor: SYSTEM }] : [],
+      [...events, ...(type ? [{ accountId: payment.account_id, mode: payment.mode, type, object: operatorPaymentView({ ...payment, ...outcome }), actor: SYSTEM }] : [])],
     );
     return done !== null;
   }
