@@ -270,6 +270,14 @@ describe(`errors and envelopes (${dbKind})`, () => {
       for (const card of [mine, other]) expect((await s.request("GET", `/v1/cards/${card.id}`)).body.status).toBe("OPEN");
       expect((await s.request("POST", `/v1/cards/${mine.id}/close`)).body).toEqual({ ok: true, status: "CLOSED" });
     });
+    it("a query field given more than once is refused by name, whatever its type", async () => {
+      const limit = expectError(await s.request("GET", "/v1/cards?limit=1&limit=2"), 400, "validation_error");
+      expect(limit.details.issues).toEqual([{ path: "limit", message: "limit is given more than once; give it once" }]);
+      expect(limit.message).toBe("Invalid request: limit is given more than once; give it once.");
+      const type = expectError(await s.request("GET", "/v1/events?type=card.created&type=card.closed"), 400, "validation_error");
+      expect(type.details.issues).toEqual([{ path: "type", message: "type is given more than once; give it once" }]);
+      expect((await s.request("GET", "/v1/cards?limit=1")).status).toBe(200);
+    });
   });
 
   describe("error bodies carry nothing but the envelope", () => {

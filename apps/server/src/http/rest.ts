@@ -54,9 +54,18 @@ export function registerRest(app: FastifyInstance, prefix: string, router: AnyRo
         const fields = takesInput ? ((withBody ? req.body : queryInput(req)) as object | undefined) : undefined;
         const ctx = createContext(req);
         // A field named like a path parameter would be overridden by the path: refused, not ignored.
-        const inPath = pathParams.length > 0 && fields ? pathParams.filter((name) => Object.hasOwn(fields, name)) : null;
-        if (inPath?.length)
-          return answerError(reply, { router, path, type, ctx }, validationError(inPath.map((name) => ({ path: name, message: `${name} is given by the path, not a field of the request` }))));
+        const inPath = pathParams.length > 0 && fields ? pathParams.filter((name) => Object.hasOwn(fields, name)) : [];
+        // No query field takes a list: a repeated one is refused by name (not as "must be a number").
+        const repeated = !withBody && fields ? Object.keys(fields).filter((name) => Array.isArray((fields as Record<string, unknown>)[name])) : [];
+        if (inPath.length || repeated.length)
+          return answerError(
+            reply,
+            { router, path, type, ctx },
+            validationError([
+              ...inPath.map((name) => ({ path: name, message: `${name} is given by the path, not a field of the request` })),
+              ...repeated.map((name) => ({ path: name, message: `${name} is given more than once; give it once` })),
+            ]),
+          );
         const input = takesInput ? { ...fields, ...(req.params as object) } : undefined;
         return answer(reply, { router, path, type, ctx, getRawInput: async () => input });
       },
