@@ -112,8 +112,10 @@ describe(`MCP server (${processor}, ${dbKind})`, () => {
       const agent = await connect(transport, a.agent);
       const r = await requestCard(agent, { amount_cents: 1250, purpose: "API credits", agent_id: "mcp-agent" });
       expect(r.isError).toBeFalsy();
-      expect(r.structuredContent).toMatchObject({ outcome: "issued", approval: null, card: { status: "OPEN", spending_limit_cents: 1250, agent_id: "mcp-agent" } });
+      expect(r.structuredContent).toMatchObject({ outcome: "issued", approval: null, card: { status: "OPEN", amount_cents: 1250, agent_id: "mcp-agent" } });
       const id = r.structuredContent.card.id as string;
+      // The card as get_card and list_cards show it (and wait_for_approval's issued card).
+      expect(r.structuredContent.card).toEqual((await s.request("GET", "/v1/cards", { key: a.full })).body.data[0]);
       expect(text(r)).toContain(id);
       expect(JSON.stringify(r)).not.toMatch(/ephemeral|ek_/);
 

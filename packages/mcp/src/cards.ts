@@ -21,6 +21,9 @@ export function describeCard(card: Card | CardCreated | CardDetail): string {
   return `card ${card.id} (${card.status}, limit ${formatMoney(limit)}, ${formatMoney(card.remaining_cents)} left, ends in ${card.last_four}, unused until ${card.expires_at})`;
 }
 
+/** A card just created, in the shape every other tool shows a card in (GET /v1/cards): its purpose is the request's. */
+export const asListed = ({ spending_limit_cents, ...card }: CardCreated, purpose: string | null): Card => ({ ...card, amount_cents: spending_limit_cents, purpose });
+
 type Outcome =
   | { outcome: "issued"; card: Card | CardCreated; approval: Approval | null }
   | { outcome: "pending_approval"; card: null; approval: Approval | { id: string; status: "PENDING"; expires_at: string } }
@@ -28,7 +31,8 @@ type Outcome =
 
 const answer = (text: string, o: Outcome) => ok(text, o);
 
-export const issued = (card: Card | CardCreated | CardDetail, approval: Approval | null) =>
+/** An issued card, shown as GET /v1/cards shows it whichever way it was issued (request_card, wait_for_approval). */
+export const issued = (card: Card | CardDetail, approval: Approval | null) =>
   answer(`Issued ${describeCard(card)}. Get its number with reveal_card right before paying; it takes one purchase. If you will not use it, close_card releases its hold.`, {
     outcome: "issued",
     card: publicCard(card),

@@ -1,7 +1,7 @@
 import { formatMoney, schemas as s } from "@cardctl/sdk";
 import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { z } from "zod";
-import { MAX_WAIT_SECONDS, awaitDecision, currentDecision, describeCard, issued, publicCard, type Extra } from "../cards.js";
+import { MAX_WAIT_SECONDS, asListed, awaitDecision, currentDecision, describeCard, issued, publicCard, type Extra } from "../cards.js";
 import { guarded, ok } from "../results.js";
 import { revealCard } from "../reveal.js";
 import type { ToolContext } from "./context.js";
@@ -45,7 +45,7 @@ export function registerAgentTools(server: McpServer, { client, reveal }: ToolCo
     },
     guarded(async ({ wait_seconds, idempotency_key, ...params }, extra) => {
       const created = await client.cards.create(params, { idempotencyKey: idempotency_key, signal: extra.signal });
-      if (created.status !== "PENDING_APPROVAL") return issued(created, null);
+      if (created.status !== "PENDING_APPROVAL") return issued(asListed(created, params.purpose ?? null), null);
       // Read as it stands: a retry under the same key replays the first answer (202), though a
       // human may have decided since.
       return wait_seconds > 0 ? awaitDecision(client, created.approval_id, wait_seconds, extra) : currentDecision(client, created.approval_id, extra);
