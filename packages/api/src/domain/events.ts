@@ -1,12 +1,13 @@
 import type { DataSource } from "typeorm";
 import { EVENT_TYPES, type EventType } from "@cardctl/contract";
-import { EventEntity, type ActorType, type EventRecord, type Mode } from "../db/entities.js";
+import { EventEntity, type ActorType, type Card, type EventRecord, type Mode } from "../db/entities.js";
 import { fastRepository, padded, placeholders, queryRows, runAtomically, runSql, type SqlResult, type Statement } from "../db/fast.js";
 import type { Deps, Principal } from "./deps.js";
 import { forbidden, notFound } from "./errors.js";
 import { isoTime, newId } from "./ids.js";
 import { pageOf, type Page, type PageQuery } from "./paging.js";
 import { EventFeed } from "./event-feed.js";
+import { holdView } from "./views.js";
 
 /** Who caused a state change; `id` names the API key (key_…) or the owner (own_…). */
 export type Actor = { type: Extract<ActorType, "api_key" | "owner">; id: string } | { type: Extract<ActorType, "processor" | "system"> };
@@ -24,6 +25,15 @@ export interface NewEvent {
   object: unknown;
   actor: Actor;
 }
+
+/** The end of a card's hold, `capturedCents` of it captured (0: released whole). */
+export const holdEvent = (card: Card, capturedCents: number, actor: Actor = PROCESSOR): NewEvent => ({
+  accountId: card.account_id,
+  mode: card.mode,
+  type: capturedCents > 0 ? "hold.captured" : "hold.released",
+  object: holdView(card, capturedCents),
+  actor,
+});
 
 /**
  * A statement of an event's transaction; `afterCommit` is told its result once the transaction

@@ -7,8 +7,8 @@ import { AppError } from "./errors.js";
 import { newId, randomToken } from "./ids.js";
 import { callProcessor, toApiError } from "./processor-call.js";
 import { fastRepository, insertedId, runAtomically, type Statement } from "../db/fast.js";
-import { commitWithEvents, actorOf, SYSTEM, type Actor, type NewEvent } from "./events.js";
-import { approvalView, cardListView, holdView } from "./views.js";
+import { commitWithEvents, actorOf, holdEvent, SYSTEM, type Actor, type NewEvent } from "./events.js";
+import { approvalView, cardListView } from "./views.js";
 
 const stillRunning = () => new AppError(409, "idempotency_key_in_use", "A request with this Idempotency-Key is still running; retry shortly.");
 
@@ -310,7 +310,9 @@ export class CardIssuer {
     const cardIds = new Set([...(mintedCardId ? [mintedCardId] : []), ...minted.map((m) => m.processorCardId)]);
     cardIds.delete(final.processor_card_id!);
     for (const id of cardIds) await callProcessor("revoke", timeout, () => processor.revokeCard(pa, id, `${card.id}:revoke:${id}`)).catch(() => undefined);
-    // A FAILED card's own hold is its release's (releaseHold); any other is this attempt's to cancel.
+    // The final card's hold is kept by an OPEN card and cancelled by a FAILED one's releaseHold; every
+    // other hold found is left over and cancelled here, as is this attempt's own unless an OPEN card
+    // holds it (a FAILED card's hold cancelled twice is still cancelled once).
     const ourHold = card.hold_status === "OPEN" && (card.hold_id !== final.hold_id || final.status === "FAILED") ? [card.hold_id!] : [];
     const holdIds = new Set([...ourHold, ...holds.filter((h) => h.status === "held" && h.holdId !== final.hold_id).map((h) => h.holdId)]);
     for (const id of holdIds) await callProcessor("cancel", timeout, () => processor.cancelHold(pa, id, `${card.id}:cancel:${id}`)).catch(() => undefined);
@@ -339,7 +341,7 @@ export class CardIssuer {
     await commitWithEvents(
       this.deps.ds,
       [this.cards.updateStatement({ id: card.id, hold_status: In(["PENDING", "OPEN"]) }, { hold_id: holdId, hold_status: "RELEASED" }, 1)],
-      visible ? [{ accountId: card.account_id, mode: card.mode, type: "hold.released", object: holdView(card, 0), actor }] : [],
+      visible ? [holdEvent(card, 0, actor)] : [],
     );
   }
 

@@ -20,8 +20,8 @@ import { AppError, notFound } from "./errors.js";
 import { newId } from "./ids.js";
 import { pageOf, type Page, type PageQuery } from "./paging.js";
 import type { NewPayment, PaymentQueue } from "./payments.js";
-import { commitWithEvents, PROCESSOR, SYSTEM, type NewEvent } from "./events.js";
-import { authorizationView, cardListView, holdView, transactionView } from "./views.js";
+import { commitWithEvents, holdEvent, PROCESSOR, SYSTEM, type NewEvent } from "./events.js";
+import { authorizationView, cardListView, transactionView } from "./views.js";
 
 export interface Merchant {
   name?: string | null;
@@ -444,7 +444,7 @@ export class CardLifecycle {
   async holdCanceled(card: Card): Promise<Card> {
     const now = Date.now();
     const lapse = (expect?: number) => this.cards.updateStatement({ id: card.id, hold_status: "OPEN" }, { hold_status: "EXPIRED" }, expect);
-    const released = this.event(card, "hold.released", holdView(card, 0));
+    const released = holdEvent(card, 0);
     // The card is closed from the status read, with its event; if it changed meanwhile, read again.
     for (let current = card; ; current = (await this.cards.findOneBy({ id: card.id }))!) {
       // Settled meanwhile (a lapse reported against a card read before its capture was recorded):

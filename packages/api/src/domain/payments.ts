@@ -8,8 +8,8 @@ import type { Deps } from "./deps.js";
 import { newId } from "./ids.js";
 import { cardRefs, processorAccount } from "./issuance.js";
 import { callProcessor } from "./processor-call.js";
-import { commitWithEvents, PROCESSOR, SYSTEM, type NewEvent } from "./events.js";
-import { holdView, operatorPaymentView } from "./views.js";
+import { commitWithEvents, holdEvent, SYSTEM, type NewEvent } from "./events.js";
+import { operatorPaymentView } from "./views.js";
 
 /** A refund waiting for its payment is tried this long after that payment's next attempt. */
 const WAIT_AFTER_SOURCE_MS = 1_000;
@@ -20,15 +20,6 @@ const processorKey = (payment: Payment) => `${payment.id}:${payment.kind}`;
 /** Why a capture or charge needs an operator when the refund of what the processor's minimum charge took beyond it failed: the customer paid the minimum. */
 const excessRefundFailed = (payment: Payment, error: string) =>
   `the refund of what the processor's minimum charge took beyond ${payment.amount_cents} cents failed: ${error}`;
-
-/** The end of a card's hold, `capturedCents` of it captured (0: released whole), as the processor settled it. */
-const holdEvent = (card: Card, capturedCents: number): NewEvent => ({
-  accountId: card.account_id,
-  mode: card.mode,
-  type: capturedCents > 0 ? "hold.captured" : "hold.released",
-  object: holdView(card, capturedCents),
-  actor: PROCESSOR,
-});
 
 /** A payment row to insert with the transaction that causes it (runAtomically). */
 export type NewPayment = Pick<Payment, "kind" | "amount_cents" | "refund_of">;
