@@ -234,6 +234,9 @@ async function allListed<T>(list: Stripe.ApiListPromise<T>, match: (item: T) => 
 const sameMetadata = (metadata: Stripe.Metadata | null | undefined, wanted: Record<string, string>) =>
   Object.entries(wanted).every(([k, v]) => metadata?.[k] === v);
 
+/** Whether a PaymentIntent is a hold placed for our card (placeHold's metadata). */
+const holdOf = (refs: CardRefs) => (p: Stripe.PaymentIntent) => p.metadata?.card_id === refs.cardId && p.metadata?.purpose === "hold";
+
 /** What the domain keeps of an Issuing card. */
 const minted = (ic: Stripe.Issuing.Card): MintedCard => ({ processorCardId: ic.id, lastFour: ic.last4, expiration: formatExpiration(ic.exp_month, ic.exp_year) });
 
@@ -527,7 +530,7 @@ export class StripeProcessor implements Processor {
             { idempotencyKey: key },
           ),
         async () => {
-          const found = await this.paymentIntentOf(customerId, refs.createdAt, (m) => m.card_id === refs.cardId && m.purpose === "hold");
+          const found = await firstListed(this.intentsSince(customerId, refs.createdAt), holdOf(refs));
           return found?.status === "canceled" ? null : found;
         },
       ),
@@ -543,11 +546,11 @@ export class StripeProcessor implements Processor {
   }
 
   /**
-   * The customer's newest PaymentIntent made since `sinceMs` (our card's creation) whose metadata
-   * matches: a list (consistent at once, unlike search), every page of it.
+   * The customer's PaymentIntents made since `sinceMs` (our card's creation), newest first: a list
+   * (consistent at once, unlike search), read page by page by firstListed or allListed.
    */
-  private paymentIntentOf(customerId: string, sinceMs: number, match: (metadata: Stripe.Metadata) => boolean): Promise<Stripe.PaymentIntent | null> {
-    return firstListed(this.client.paymentIntents.list({ customer: customerId, created: createdSince(sinceMs), limit: 100 }), (p) => match(p.metadata ?? {}));
+  private intentsSince(customerId: string, sinceMs: number): Stripe.ApiListPromise<Stripe.PaymentIntent> {
+    return this.client.paymentIntents.list({ customer: customerId, created: createdSince(sinceMs), limit: 100 });
   }
 
   /** The card's holds, found by their metadata among the customer's PaymentIntents made since our card. */
@@ -556,10 +559,7 @@ export class StripeProcessor implements Processor {
     const customerId = (await this.row(account))?.customer_id;
     if (!customerId) return [];
     const intents = await this.call("hold", () =>
-      allListed(
-        this.client.paymentIntents.list({ customer: customerId, created: createdSince(refs.createdAt), limit: 100 }),
-        (p) => p.metadata?.card_id === refs.cardId && p.metadata?.purpose === "hold",
-      ),
+      allListed(this.intentsSince(customerId, refs.createdAt), holdOf(refs)),
     );
     // Any other status holds nothing (placeHold cancels a hold Stripe left unconfirmed).
     return intents.map((pi) => ({
@@ -625,7 +625,7 @@ export class StripeProcessor implements Processor {
             },
             { idempotencyKey: key },
           ),
-        () => this.paymentIntentOf(customerId, refs.createdAt, (m) => m.payment_id === refs.paymentId && m.purpose === "charge"),
+        () => firstListed(this.intentsSince(customerId, refs.createdAt), (p) => p.metadata?.payment_id === refs.paymentId && p.metadata?.purpose === "charge"),
       ),
     );
     if (pi.status !== "succeeded") {
