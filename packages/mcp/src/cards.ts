@@ -11,7 +11,7 @@ export const MAX_WAIT_SECONDS = 300;
 const PROGRESS_MS = 2000;
 
 /** A card as the tools show it: never the ephemeral key (reveal_card is the one way to the number). */
-export function publicCard(card: CardDetail | CardCreated | Card): Card | CardCreated {
+export function publicCard(card: CardDetail | Card): Card {
   const { ephemeral_key_secret: _key, reveal: _reveal, processor_card_id: _pid, ...rest } = card as CardDetail;
   return rest;
 }
@@ -25,7 +25,7 @@ export function describeCard(card: Card | CardCreated | CardDetail): string {
 export const asListed = ({ spending_limit_cents, ...card }: CardCreated, purpose: string | null): Card => ({ ...card, amount_cents: spending_limit_cents, purpose });
 
 type Outcome =
-  | { outcome: "issued"; card: Card | CardCreated; approval: Approval | null }
+  | { outcome: "issued"; card: Card; approval: Approval | null }
   | { outcome: "pending_approval"; card: null; approval: Approval | { id: string; status: "PENDING"; expires_at: string } }
   | { outcome: "rejected" | "expired"; card: null; approval: Approval };
 

@@ -56,7 +56,7 @@ export function registerRest(app: FastifyInstance, prefix: string, router: AnyRo
         // A field named like a path parameter would be overridden by the path: refused, not ignored.
         const inPath = pathParams.length > 0 && fields ? pathParams.filter((name) => Object.hasOwn(fields, name)) : [];
         // No query field takes a list: a repeated one is refused by name (not as "must be a number").
-        const repeated = !withBody && fields ? Object.keys(fields).filter((name) => Array.isArray((fields as Record<string, unknown>)[name])) : [];
+        const repeated = !withBody && fields ? Object.entries(fields).flatMap(([name, value]) => (Array.isArray(value) ? [name] : [])) : [];
         if (inPath.length || repeated.length)
           return answerError(
             reply,
