@@ -181,7 +181,9 @@ export class Cards {
    * For agents: creates a card and, when a human must approve it, waits for the decision.
    * Resolves to `{ status: "APPROVED", card }` with the full card (including
    * `ephemeral_key_secret`; `approval` is null when no approval was needed), or to
-   * `{ status: "REJECTED" | "EXPIRED", approval }`.
+   * `{ status: "REJECTED" | "EXPIRED", approval }`. `wait.timeoutMs` bounds the wait for a human,
+   * counted from the call; the create and the card's fetch are HTTP calls bounded (and retried) as
+   * any other, by the client's `timeoutMs` and `maxRetries`.
    * @throws {DecisionTimeoutError} no decision within `wait.timeoutMs`.
    */
   async createAndWait(
