@@ -139,3 +139,30 @@ describe(`routes that are not rate limited (${dbKind})`, () => {
     expectError(await s.request("GET", "/v1/cards", { key: null }), 429, "rate_limited");
   });
 });
+
+describe(`rate limits of URLs the router cannot read (${dbKind})`, () => {
+  let s: TestServer;
+  beforeAll(async () => {
+    s = await startServer({ RATE_LIMIT_PER_HOUR: "3" });
+  });
+  afterAll(() => s.close());
+
+  it("count against the client's IP (the key is not read) with the headers, and are refused 429 past the limit", async () => {
+    const malformed = await s.request("GET", "/v1/cards/%zz");
+    expectError(malformed, 400, "bad_request");
+    expectRateHeaders(malformed, 3);
+    expect(malformed.headers.get("ratelimit-remaining")).toBe("2");
+    const tooLong = await s.request("GET", `/docs/${"a".repeat(200)}`, { key: null });
+    expectError(tooLong, 414, "uri_too_long");
+    expect(tooLong.headers.get("ratelimit-remaining")).toBe("1");
+    // One budget with the IP's other requests without a valid key.
+    expect((await s.request("GET", "/v1/balance", { key: null })).headers.get("ratelimit-remaining")).toBe("0");
+    const refused = await s.request("POST", "/v1/cards/%zz/close");
+    expectError(refused, 429, "rate_limited");
+    expectRateHeaders(refused, 3);
+    expect(Number(refused.headers.get("retry-after"))).toBeGreaterThan(0);
+    expect(refused.headers.get("request-id")).toMatch(/^req_/);
+    // The key's own budget is untouched.
+    expect((await s.request("GET", "/v1/balance")).status).toBe(200);
+  });
+});

@@ -5,6 +5,7 @@ import { TRPCError } from "@trpc/server";
 import type { TRPC_ERROR_CODE_KEY } from "@trpc/server/rpc";
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { routedPath } from "./paths.js";
+import { rateLimitUnrouted } from "./rate-limit.js";
 
 export const BODY_LIMIT = 100 * 1024;
 
@@ -57,16 +58,20 @@ function fromFastify(err: FastifyError): AppError {
 
 /**
  * Failures Fastify's router answers before any hook runs (malformed percent-encoding in the path,
- * an over-long path parameter): the same envelope and Request-Id instead of Fastify's own body.
+ * an over-long path parameter): the same envelope, Request-Id and rate limit (per client IP, the
+ * key unread) instead of Fastify's own body.
  */
-export function frameworkErrors(err: FastifyError, req: FastifyRequest, reply: FastifyReply) {
+export async function frameworkErrors(err: FastifyError, req: FastifyRequest, reply: FastifyReply) {
   reply.header("Request-Id", req.id);
-  const appErr =
+  let appErr =
     err.code === "FST_ERR_BAD_URL"
       ? new AppError(400, "bad_request", "The URL is not valid: it has malformed percent-encoding.")
       : err.code === "FST_ERR_MAX_PARAM_LENGTH"
         ? new AppError(414, "uri_too_long", "A path segment of the URL is too long.")
         : fromFastify(err);
+  await rateLimitUnrouted(req, reply).catch((limited: unknown) => {
+    appErr = limited instanceof AppError ? limited : internalError();
+  });
   return sendError(req, reply, appErr);
 }
 

@@ -1,6 +1,6 @@
 import { AppError } from "@cardctl/api";
 import rateLimit from "@fastify/rate-limit";
-import type { FastifyInstance, FastifyReply } from "fastify";
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { Redis } from "ioredis";
 import { createFallbackStore } from "./rate-limit-store.js";
 
@@ -54,6 +54,25 @@ export async function registerRateLimit(app: FastifyInstance, perHour: number, r
   });
   // quit() is refused while disconnected (no offline queue); disconnect() also stops reconnecting.
   if (redis) app.addHook("onClose", async () => void (await redis.quit().catch(() => redis.disconnect())));
+}
+
+/** The global limit's check, as a handler of its own, per server (for rateLimitUnrouted). */
+const unroutedLimits = new WeakMap<FastifyInstance, ReturnType<FastifyInstance["rateLimit"]>>();
+
+/**
+ * The rate limit for a request the router refused before any hook ran (frameworkErrors: a URL it
+ * cannot read): counted like any request without a valid key, per client IP, with the headers.
+ * Past the limit it throws the 429 (an AppError).
+ */
+export async function rateLimitUnrouted(req: FastifyRequest, reply: FastifyReply): Promise<void> {
+  const app = req.server;
+  let limit = unroutedLimits.get(app);
+  if (!limit) unroutedLimits.set(app, (limit = app.rateLimit()));
+  try {
+    await limit.call(app, req, reply);
+  } finally {
+    resetAsTimestamp(reply);
+  }
 }
 
 /**
