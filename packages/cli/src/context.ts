@@ -19,6 +19,8 @@ export interface Ctx {
    * the flag and what was typed: the API's validation messages about them are shown in dollars.
    */
   dollarFlags: Record<string, DollarFlag>;
+  /** The amount was typed in cents (--amount-cents): the API's messages keep their cents. */
+  centsTyped: boolean;
   /** API fields given by a flag of another name (`types` by --events): the API's validation messages name the flag. */
   flagNames: Record<string, string>;
 }
@@ -45,6 +47,7 @@ export function ctxOf(cmd: Command): Ctx {
       return client;
     },
     dollarFlags: {},
+    centsTyped: false,
     flagNames: {},
     admin: (method, path, body) => adminRequest(resolved.baseUrl, opts.adminToken ?? process.env.CARDCTL_ADMIN_TOKEN, method, path, body),
   };

@@ -7,6 +7,8 @@ export interface ReportContext {
   baseUrl?: string | undefined;
   /** API fields the user gave in dollars (see Ctx.dollarFlags). */
   dollarFlags?: Record<string, DollarFlag> | undefined;
+  /** The amount was typed in cents (see Ctx.centsTyped). */
+  centsTyped?: boolean | undefined;
   /** API fields given by a flag of another name (see Ctx.flagNames). */
   flagNames?: Record<string, string> | undefined;
 }
@@ -39,11 +41,19 @@ function unreachable(err: unknown, baseUrl: string | undefined): { method?: stri
 }
 
 /**
- * An API error as the user should read it: durations in words, and when the amount was typed in
- * dollars (--amount 600), the API's cents ("amount_cents must be … from 1 to 50000") as the flag
- * and dollars ("--amount must be from $0.01 to $500.00, got "600"").
+ * An API error as the user should read it: durations in words; amounts in dollars as the CLI
+ * shows them ("60000 cents" → "$600.00") unless only cents were typed (--amount-cents); and when
+ * the amount was typed in dollars (--amount 600), the API's validation of it ("amount_cents must be
+ * … from 1 to 50000") as the flag and dollars ("--amount must be from $0.01 to $500.00, got "600"").
  */
-export function humanize(code: string, message: string, details: Record<string, unknown>, dollarFlags: Record<string, DollarFlag> = {}, flagNames: Record<string, string> = {}) {
+export function humanize(
+  code: string,
+  message: string,
+  details: Record<string, unknown>,
+  dollarFlags: Record<string, DollarFlag> = {},
+  flagNames: Record<string, string> = {},
+  centsTyped = false,
+) {
   let msg = durationsInWords(message);
   let issues = Array.isArray(details.issues) ? (details.issues as Array<{ path?: unknown; message?: string }>) : [];
   const inDollars = Object.keys(dollarFlags).length > 0;
@@ -62,7 +72,7 @@ export function humanize(code: string, message: string, details: Record<string, 
     });
     if (changed) msg = `Invalid request: ${issues.map((i) => i.message).join("; ")}.`;
   }
-  if (inDollars) msg = msg.replace(/\b(\d+) cents\b/g, (_m, n: string) => formatMoney(Number(n)));
+  if (inDollars || !centsTyped) msg = msg.replace(/\b(\d+) cents\b/g, (_m, n: string) => formatMoney(Number(n)));
   if (code === "validation_error")
     for (const [path, flag] of Object.entries(flagNames)) {
       // "Invalid request: types has …" → "Invalid request: --events has …", in the message and each issue.
@@ -101,7 +111,7 @@ export function reportError(err: unknown, out: Output, ctx: ReportContext = {}):
     if (out.json) {
       out.printJson({ error: { code: err.code, message: err.message, ...(err.details ? { details: err.details } : {}), request_id: err.requestId } });
     }
-    const human = humanize(err.code, err.message, details, ctx.dollarFlags, ctx.flagNames);
+    const human = humanize(err.code, err.message, details, ctx.dollarFlags, ctx.flagNames, ctx.centsTyped);
     out.err(`${red("Error:")} ${human.message}`);
     out.err(dim(`  code: ${err.code}${err.status ? ` (HTTP ${err.status})` : ""}${err.requestId ? `  request id: ${err.requestId}` : ""}`));
     // --max of `cards create` (policy_override) may be what set the maximum, not the policy.

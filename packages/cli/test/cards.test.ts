@@ -245,6 +245,20 @@ describe("errors and exit codes", () => {
     expect(j.json().error).toMatchObject({ code: "policy_violation", details: { max_amount_cents: 1000, requested: 1250 } });
   });
 
+  it("the API's amounts are in dollars when none was typed in cents (approvals approve), in cents when typed so", async () => {
+    const key = await (await s.newAccount()).key();
+    const pending = await s.request("POST", "/v1/cards", { key, body: { amount_cents: 2000, policy_override: { approval_required: true } } });
+    expect(pending.status).toBe(202);
+    // The maximum was lowered while the request waited: approving it is refused.
+    await s.request("PUT", "/v1/policies/default", { key, body: { max_amount_cents: 1000 } });
+    const r = await cli(["approvals", "approve", pending.body.approval_id], { CARDCTL_API_KEY: key });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain("Error: The amount $20.00 exceeds the policy maximum of $10.00.");
+    expect(r.stderr).not.toContain("cents");
+    const typed = await cli(["cards", "create", "--amount-cents", "2500"], { CARDCTL_API_KEY: key });
+    expect(typed.stderr).toContain("Error: The amount 2500 cents exceeds the policy maximum of 1000 cents.");
+  });
+
   it("setup_required shows what is missing and the setup_url", async () => {
     const acct = await s.newAccount({ kyb: false, paymentMethod: null });
     const key = await acct.key();

@@ -269,6 +269,7 @@ export function cardRequestParams(ctx: Ctx, o: Record<string, any>): Record<stri
   const amount_cents = o.amount !== undefined ? parseAmount(o.amount) : parseCents(o.amountCents);
   // The API's messages about these fields are shown in dollars, with the flag the user typed.
   if (o.amount !== undefined) ctx.dollarFlags.amount_cents = { flag: "--amount", input: o.amount };
+  else ctx.centsTyped = true;
   if (o.max !== undefined) ctx.dollarFlags["policy_override.max_amount_cents"] = { flag: "--max", input: o.max };
   const policy_override: Record<string, unknown> = {};
   if (o.requireApproval) policy_override.approval_required = true;
