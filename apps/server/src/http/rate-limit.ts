@@ -56,20 +56,15 @@ export async function registerRateLimit(app: FastifyInstance, perHour: number, r
   if (redis) app.addHook("onClose", async () => void (await redis.quit().catch(() => redis.disconnect())));
 }
 
-/** The global limit's check, as a handler of its own, per server (for rateLimitUnrouted). */
-const unroutedLimits = new WeakMap<FastifyInstance, ReturnType<FastifyInstance["rateLimit"]>>();
-
 /**
  * The rate limit for a request the router refused before any hook ran (frameworkErrors: a URL it
  * cannot read): counted like any request without a valid key, per client IP, with the headers.
- * Past the limit it throws the 429 (an AppError).
+ * Past the limit it throws the 429 (an AppError). The plugin's handler without options is the
+ * global limit itself (its parameters and store), so it is made per call.
  */
 export async function rateLimitUnrouted(req: FastifyRequest, reply: FastifyReply): Promise<void> {
-  const app = req.server;
-  let limit = unroutedLimits.get(app);
-  if (!limit) unroutedLimits.set(app, (limit = app.rateLimit()));
   try {
-    await limit.call(app, req, reply);
+    await req.server.rateLimit().call(req.server, req, reply);
   } finally {
     resetAsTimestamp(reply);
   }
