@@ -73,6 +73,8 @@ export interface ProcessorProbe {
   /** The next call of a step does its work and its answer is lost (Stripe: no answer until the timeout). */
   lose(step: ProbeStep): void;
   clear(): void;
+  /** How many calls of a step have reached the processor so far (a hanging one included). */
+  calls(step: ProbeStep): number;
 }
 
 /** Rows of one SQL statement on the server's own database. */
@@ -100,6 +102,7 @@ function simulatedProbe(app: App): ProcessorProbe {
     clear: () => {
       for (const step of ["hold", "mint", "revoke", "capture", "cancel", "ephemeral_key", "charge", "refund"] as const) app.simulated.setFault(step, null);
     },
+    calls: (step) => app.simulated.calls(step),
   };
 }
 
@@ -140,6 +143,7 @@ function stripeProbe(fake: FakeStripe): ProcessorProbe {
       fake.fail(STRIPE_ROUTES[step], fault === "fail" ? faults.serverError() : fault === "decline" ? faults.decline() : faults.hang(), Number.POSITIVE_INFINITY),
     lose: (step) => fake.fail(STRIPE_ROUTES[step], faults.hangAfter()),
     clear: () => fake.clearFaults(),
+    calls: (step) => fake.requests.filter((r) => r.route === STRIPE_ROUTES[step]).length,
   };
 }
 

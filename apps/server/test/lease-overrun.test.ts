@@ -1,4 +1,4 @@
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { dbKind, expectError, processor, startServer, type TestServer } from "./harness.js";
 
 /**
@@ -117,12 +117,11 @@ describe(`a request that outlives its creation lease (${dbKind}, ${processor})`,
     // The request's hold call hangs (until its timeout); the recovery pass takes the card over meanwhile.
     s.processor.fail("hold", "hang");
     const request = s.request("POST", "/v1/cards", { key, body: { amount_cents: 700 }, headers: { "idempotency-key": "hung-hold" } });
-    let cardId = "";
-    for (let i = 0; i < 100 && !cardId; i++) {
-      cardId = (await s.query("SELECT id FROM cards WHERE status = 'CREATING'"))[0]?.id ?? "";
-      if (!cardId) await new Promise((r) => setTimeout(r, 20));
-    }
+    // Only once the request's hold call hangs at the processor may the fault go (on Stripe the
+    // customer is made first: a card row in CREATING does not mean its hold call was sent).
+    await vi.waitFor(() => expect(s.processor.calls("hold")).toBe(1), { timeout: 10_000, interval: 10 });
     s.processor.clear();
+    const [{ id: cardId }] = await s.query("SELECT id FROM cards WHERE status = 'CREATING'");
     await s.query("UPDATE cards SET lease_until = 1 WHERE id = ?", [cardId]);
     // The pass places its own hold, then stalls (afterHold) before its mint: mid-way when the request gives up.
     const pass = s.app.services.maintenance.run();

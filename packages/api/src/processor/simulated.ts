@@ -41,6 +41,7 @@ const DECLINING_PAYMENT_METHOD = /_decline$/;
 export class SimulatedProcessor implements Processor {
   readonly name = "simulated";
   private readonly faults = new Map<SimStep, SimFault>();
+  private readonly reached = new Map<SimStep, number>();
 
   constructor(private readonly ds: DataSource) {}
 
@@ -50,7 +51,13 @@ export class SimulatedProcessor implements Processor {
     else this.faults.delete(step);
   }
 
+  /** Test hook: how many calls of a step have reached the processor (a hanging one counts once it hangs). */
+  calls(step: SimStep): number {
+    return this.reached.get(step) ?? 0;
+  }
+
   private async inject(step: SimStep): Promise<void> {
+    this.reached.set(step, this.calls(step) + 1);
     const fault = this.faults.get(step);
     if (fault === "fail") throw new ProcessorError(`Simulated processor failure at ${step}.`, step);
     if (fault === "hang") await new Promise(() => undefined);
