@@ -444,15 +444,26 @@ describe(`stripe processor (${dbKind})`, () => {
         const { account, cardId } = await hungMint();
         const n = fake.requests.length;
         const row = await aLeaseLater(cardId);
-        // Every Issuing card made since, not only the cardholder's (it may have been minted under a cardholder replaced since).
+        // The account's cardholders' cards (one cardholder here), not every Issuing card of the platform.
         const lists = since(n).filter((c) => c.route === "issuing.cards.list");
         expect(lists).toHaveLength(1);
-        expect(lists[0]!.params).toHaveProperty("limit");
-        expect(lists[0]!.params).not.toHaveProperty("cardholder");
+        expect(lists[0]!.params).toMatchObject({ cardholder: (await stripeIds(account.id)).cardholder_id, limit: "100" });
         expect(row).toMatchObject({ processor_card_id: null, recovery_attempts: 0 });
         expect(row.revoked_at).not.toBeNull();
         expect(!!row.needs_attention).toBe(false);
         expect((await atStripe(account.id)).cards).toEqual([]);
+      });
+
+      it("a card older than the record of cardholders (made before its migration) is looked for among every Issuing card", async () => {
+        const { account, cardId } = await hungMint();
+        // As the migration leaves an account it found: its then-current cardholder, copied in just now.
+        await s.query("UPDATE stripe_cardholders SET backfilled = 1, created_at = ? WHERE account_id = ?", [Date.now(), account.id]);
+        const n = fake.requests.length;
+        const row = await aLeaseLater(cardId);
+        const lists = since(n).filter((c) => c.route === "issuing.cards.list");
+        expect(lists).toHaveLength(1);
+        expect(lists[0]!.params).not.toHaveProperty("cardholder");
+        expect(row.revoked_at).not.toBeNull();
       });
     });
 

@@ -58,6 +58,25 @@ describe("migrations (SQLite)", () => {
     }
   });
 
+  it("copies each account's current Stripe cardholder into the record of cardholders, as backfilled", async () => {
+    const ds = createDataSource(`sqlite:${join(dir, "cardholders.sqlite")}`);
+    await ds.initialize();
+    try {
+      await migrate(ds);
+      while ((await ds.query("SELECT name FROM migrations ORDER BY id DESC LIMIT 1"))[0].name !== "StripeCardholders1735000000000")
+        await ds.undoLastMigration({ transaction: "all" });
+      await ds.undoLastMigration({ transaction: "all" });
+      await ds.query("INSERT INTO stripe_accounts (account_id, mode, cardholder_id, updated_at) VALUES ('acct_a', 'live', 'ich_a', 1), ('acct_b', 'test', NULL, 1)");
+      const before = Date.now();
+      await migrate(ds);
+      const rows = await ds.query("SELECT cardholder_id, account_id, mode, created_at, backfilled FROM stripe_cardholders");
+      expect(rows).toMatchObject([{ cardholder_id: "ich_a", account_id: "acct_a", mode: "live", backfilled: 1 }]);
+      expect(Number(rows[0].created_at)).toBeGreaterThanOrEqual(before);
+    } finally {
+      await ds.destroy();
+    }
+  });
+
   it("rebuilds the tables a card creation writes (WITHOUT ROWID, no AUTOINCREMENT), keeping rows, indexes, triggers and keys through the rebuild and its undo", async () => {
     const ds = createDataSource(`sqlite:${join(dir, "rebuilt.sqlite")}`);
     await ds.initialize();

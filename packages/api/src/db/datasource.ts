@@ -33,12 +33,13 @@ import { ListedCardsIndex1734600000000 } from "./migrations/1734600000000-listed
 import { CardLedgerVersion1734700000000 } from "./migrations/1734700000000-card-ledger-version.js";
 import { SignInFailures1734800000000 } from "./migrations/1734800000000-sign-in-failures.js";
 import { TransactionRefundOf1734900000000 } from "./migrations/1734900000000-transaction-refund-of.js";
+import { StripeCardholders1735000000000 } from "./migrations/1735000000000-stripe-cardholders.js";
 
 export type DatabaseKind = "sqlite" | "mysql";
 
 /** `sqlite:<path>`, `sqlite::memory:` or `mysql://user:pass@host:port/db`. */
 export function createDataSource(url: string): DataSource {
-  const common = { entities, migrations: [Init1732200000000, Idempotency1732300000000, Stripe1732400000000, BinaryCollation1732500000000, HeldIndex1732600000000, PartialIndexes1732700000000, OrphanApprovals1732800000000, DecisionKeys1732900000000, MoneyLifecycle1733100000000, Cardholders1733000000000, CardRecovery1733200000000, PartialIndexesAgain1733300000000, Events1733400000000, Webhooks1733500000000, Owners1733600000000, WebhookClaimIndex1733700000000, SpendIndex1733800000000, CardBalances1733900000000, DropHeldIndex1734000000000, WebhookSecretRotation1734100000000, CardSweepIndexes1734200000000, WebhookFanOuts1734300000000, WithoutRowid1734400000000, NoAutoincrement1734500000000, ListedCardsIndex1734600000000, CardLedgerVersion1734700000000, SignInFailures1734800000000, TransactionRefundOf1734900000000], synchronize: false, logging: false as const };
+  const common = { entities, migrations: [Init1732200000000, Idempotency1732300000000, Stripe1732400000000, BinaryCollation1732500000000, HeldIndex1732600000000, PartialIndexes1732700000000, OrphanApprovals1732800000000, DecisionKeys1732900000000, MoneyLifecycle1733100000000, Cardholders1733000000000, CardRecovery1733200000000, PartialIndexesAgain1733300000000, Events1733400000000, Webhooks1733500000000, Owners1733600000000, WebhookClaimIndex1733700000000, SpendIndex1733800000000, CardBalances1733900000000, DropHeldIndex1734000000000, WebhookSecretRotation1734100000000, CardSweepIndexes1734200000000, WebhookFanOuts1734300000000, WithoutRowid1734400000000, NoAutoincrement1734500000000, ListedCardsIndex1734600000000, CardLedgerVersion1734700000000, SignInFailures1734800000000, TransactionRefundOf1734900000000, StripeCardholders1735000000000], synchronize: false, logging: false as const };
   if (url.startsWith("sqlite:")) {
     const path = url.slice("sqlite:".length);
     if (path !== ":memory:") mkdirSync(dirname(path), { recursive: true });

@@ -428,11 +428,44 @@ export class StripeProcessor implements Processor {
                   ),
               ),
             );
+      // Recorded before any card is minted under it, so findCards lists its cards.
+      if (cardholder.id !== existing) await this.recordCardholder(account, cardholder.id);
       await this.save(account, { cardholder_id: cardholder.id, cardholder_hash: version });
     }
     const problem = cardholderProblem(cardholder);
     if (problem) throw this.setupError(problem);
     return cardholder.id;
+  }
+
+  private async recordCardholder(account: SetupAccount, cardholderId: string): Promise<void> {
+    try {
+      await queryRows(this.opts.ds, `INSERT INTO stripe_cardholders (cardholder_id, account_id, mode, created_at, backfilled) VALUES (?, ?, ?, ?, 0)`, [
+        cardholderId,
+        account.accountId,
+        account.mode,
+        Date.now(),
+      ]);
+    } catch (err) {
+      if (!isUniqueViolation(err)) throw err; // a replayed create, recorded by the attempt that made it
+    }
+  }
+
+  /**
+   * The account's cardholders a card made at `createdAt` can have been minted under: the one it
+   * had then and every later one (a mint uses the cardholder current when it runs). Null when that
+   * is unknown: the card predates the record (its migration copied in only the then-current one).
+   */
+  private async cardholdersSince(account: ProcessorAccount, createdAt: number): Promise<string[] | null> {
+    const rows = await queryRows(
+      this.opts.ds,
+      `SELECT cardholder_id, created_at, backfilled FROM stripe_cardholders WHERE account_id = ? AND mode = ? ORDER BY created_at`,
+      [account.accountId, account.mode],
+    );
+    // Instances' clocks differ a little, as ours and Stripe's do.
+    const from = createdAt - CLOCK_MARGIN_S * 1000;
+    if (rows[0] && Number(rows[0].backfilled) === 1 && Number(rows[0].created_at) > from) return null;
+    const later = rows.findIndex((r) => Number(r.created_at) >= from);
+    return rows.slice(later === -1 ? -1 : Math.max(0, later - 1)).map((r) => r.cardholder_id as string);
   }
 
   async prepareAccount(account: ProcessorAccount): Promise<void> {
@@ -696,15 +729,18 @@ export class StripeProcessor implements Processor {
   }
 
   /**
-   * Our card's Issuing cards, among every Issuing card made since our card: not only the current
-   * cardholder's (the card may have been minted under a cardholder the details have replaced
-   * since, a new name or type making a new one: missing it would leave a live card behind).
+   * Our card's Issuing cards, among the cards made since our card of every cardholder of the
+   * account it may have been minted under: not only the current one (details replaced since, a new
+   * name or type making a new cardholder, would leave a live card behind). A card older than the
+   * record of cardholders is looked for among every Issuing card of the platform made since.
    */
   async findCards(account: ProcessorAccount, refs: CardRefs) {
     this.check(account);
-    const cards = await this.call("mint", () =>
-      allListed(this.client.issuing.cards.list({ created: createdSince(refs.createdAt), limit: 100 }), (c) => c.metadata?.card_id === refs.cardId),
-    );
+    const cardholders = await this.cardholdersSince(account, refs.createdAt);
+    const ours = (c: Stripe.Issuing.Card) => c.metadata?.card_id === refs.cardId;
+    const listed = (cardholder?: string) =>
+      allListed(this.client.issuing.cards.list({ ...(cardholder ? { cardholder } : {}), created: createdSince(refs.createdAt), limit: 100 }), ours);
+    const cards = await this.call("mint", async () => (cardholders ? (await Promise.all(cardholders.map(listed))).flat() : await listed()));
     return cards.map(minted);
   }
 
