@@ -306,14 +306,31 @@ describe(`owner sign-in limits and cookies (${dbKind})`, () => {
     }
   });
 
-  it("sets Secure on the cookie when PUBLIC_URL is https", async () => {
-    const s = await startServer({ PUBLIC_URL: "https://cards.example.com" });
+  it("over https the cookie is Secure and __Host- (no other host can set or shadow it), and it is the session", async () => {
+    const origin = "https://cards.example.com";
+    const s = await startServer({ PUBLIC_URL: origin });
     try {
       const account = await s.newAccount({ name: "Secure" });
       const token = (await s.admin("POST", `/accounts/${account.id}/owners`, { email: "ivy@example.com" })).body.invite_url.split("#")[1];
-      const r = await s.request("POST", "/auth/invites/accept", { key: null, headers: { origin: "https://cards.example.com" }, body: { token, password: PASSWORD } });
+      const r = await s.request("POST", "/auth/invites/accept", { key: null, headers: { origin }, body: { token, password: PASSWORD } });
       expect(r.status).toBe(200);
-      expect(r.headers.get("set-cookie")).toMatch(/; Secure/);
+      const setCookie = r.headers.get("set-cookie")!;
+      expect(setCookie).toMatch(/^__Host-cardctl_session=[A-Za-z0-9]+; /);
+      expect(setCookie).toMatch(/; Secure/);
+      expect(setCookie).toMatch(/; Path=\//);
+      expect(setCookie).not.toMatch(/Domain=/i);
+      const cookie = setCookie.split(";")[0]!;
+      expect((await s.request("GET", "/auth/session", { key: null, headers: { cookie } })).status).toBe(200);
+      expect((await s.request("GET", "/trpc/balance.retrieve", { key: null, headers: { cookie } })).status).toBe(200);
+      // The name without the prefix is not this server's cookie over https.
+      const unprefixed = cookie.replace("__Host-", "");
+      expect((await s.request("GET", "/auth/session", { key: null, headers: { cookie: unprefixed } })).status).toBe(401);
+      const out = await s.request("POST", "/auth/sign-out", {
+        key: null,
+        headers: { cookie, origin, "x-csrf-token": r.body.csrf_token },
+      });
+      expect(out.status).toBe(204);
+      expect(out.headers.get("set-cookie")).toMatch(/^__Host-cardctl_session=; .*Secure/);
     } finally {
       await s.close();
     }

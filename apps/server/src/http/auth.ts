@@ -1,7 +1,7 @@
 import { AppError, credentialOf, safeEqual, sha256, type Services } from "@cardctl/api";
 import type { FastifyInstance } from "fastify";
 import { sendError } from "./errors.js";
-import { csrfError, SESSION_COOKIE, sessionOf, signedOut } from "./owner-session.js";
+import { csrfError, sessionCookieName, sessionOf, signedOut } from "./owner-session.js";
 import { isAdminPath, isApiPath, routedPath } from "./paths.js";
 import { queryCarriesCredential } from "./secrets-in-urls.js";
 
@@ -18,6 +18,7 @@ const EVENT_STREAM = /^\/v1\/events\/stream(\?|$)/;
  * 401s carry rate-limit headers and count against the caller's IP.
  */
 export function registerAuth(app: FastifyInstance, services: Services, adminTokenHash: string, dashboardOrigin: string) {
+  const sessionCookie = sessionCookieName(dashboardOrigin);
   app.addHook("onRequest", async (req) => {
     // On every path: a key in a URL is exposed (logs, proxies, browser history) whatever it reached.
     if (queryCarriesCredential(req.url)) {
@@ -40,8 +41,8 @@ export function registerAuth(app: FastifyInstance, services: Services, adminToke
     }
     // The dashboard: an owner's session cookie authenticates /trpc and the event stream (its live
     // inbox; EventSource cannot send headers) when no API key is sent.
-    if (!req.headers.authorization && (url.startsWith("/trpc/") || EVENT_STREAM.test(url)) && req.cookies[SESSION_COOKIE]) {
-      const owner = await sessionOf(req, services);
+    if (!req.headers.authorization && (url.startsWith("/trpc/") || EVENT_STREAM.test(url)) && req.cookies[sessionCookie]) {
+      const owner = await sessionOf(req, services, sessionCookie);
       if (!owner) req.authError = signedOut();
       else {
         req.authError = csrfError(req, dashboardOrigin, owner);

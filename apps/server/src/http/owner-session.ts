@@ -4,23 +4,30 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { z } from "zod";
 import { sendError } from "./errors.js";
 
-export const SESSION_COOKIE = "cardctl_session";
+/**
+ * The session cookie's name for PUBLIC_URL (or its origin): over https with the `__Host-` prefix,
+ * which browsers keep only for a Secure, Path=/ cookie without a Domain, so no other host (a
+ * sibling subdomain) can set or shadow it. Plain http (a local set-up) cannot carry the prefix.
+ */
+export const sessionCookieName = (publicUrl: string) => (publicUrl.startsWith("https:") ? "__Host-cardctl_session" : "cardctl_session");
 /** Sign-in and invite attempts per client IP per 15 minutes (each email is also blocked after 5 failures in a row). */
 const SIGN_IN_ATTEMPTS = 20;
 
 /**
  * Owners' dashboard sessions (DESIGN 3.9): sign-in, invites, sign-out under /auth, a server-side
- * session behind an HttpOnly, SameSite=Lax cookie (parsed by @fastify/cookie, registered before auth) (Secure when PUBLIC_URL is https). A session
+ * session behind an HttpOnly, SameSite=Lax cookie (parsed by @fastify/cookie, registered before
+ * auth; Secure and `__Host-` when PUBLIC_URL is https, see sessionCookieName). A session
  * authenticates /trpc for the dashboard; every state-changing request of a session must come from
  * PUBLIC_URL's origin (Origin header) and carry the session's CSRF token (X-CSRF-Token).
  */
 export function registerOwnerSessions(app: FastifyInstance, services: Services, publicUrl: string) {
   const origin = new URL(publicUrl).origin;
   const secure = publicUrl.startsWith("https:");
+  const cookie = sessionCookieName(publicUrl);
   const limited = { rateLimit: { max: SIGN_IN_ATTEMPTS, timeWindow: 15 * 60 * 1000 } };
 
   const setSession = (reply: FastifyReply, token: string) =>
-    reply.setCookie(SESSION_COOKIE, token, { httpOnly: true, sameSite: "lax", secure, path: "/" });
+    reply.setCookie(cookie, token, { httpOnly: true, sameSite: "lax", secure, path: "/" });
   const answer = (owner: OwnerPrincipal) => ({ owner: ownerView(owner), csrf_token: owner.csrfToken });
 
   app.post("/auth/sign-in", { config: limited }, async (req, reply) => {
@@ -40,26 +47,26 @@ export function registerOwnerSessions(app: FastifyInstance, services: Services, 
   });
 
   app.get("/auth/session", async (req, reply) => {
-    const owner = await sessionOf(req, services);
+    const owner = await sessionOf(req, services, cookie);
     if (!owner) return sendError(req, reply, signedOut());
     return answer(owner);
   });
 
   app.post("/auth/sign-out", async (req, reply) => {
-    const owner = await sessionOf(req, services);
+    const owner = await sessionOf(req, services, cookie);
     if (owner) {
       const refused = csrfError(req, origin, owner);
       if (refused) return sendError(req, reply, refused);
       await services.owners.signOut(owner.sessionId);
     }
-    reply.clearCookie(SESSION_COOKIE, { path: "/" });
+    reply.clearCookie(cookie, { path: "/", secure });
     return reply.code(204).send();
   });
 }
 
-/** The owner behind the request's session cookie, or null. */
-export async function sessionOf(req: FastifyRequest, services: Services): Promise<OwnerPrincipal | null> {
-  const token = req.cookies[SESSION_COOKIE];
+/** The owner behind the request's session cookie (named `cookie`), or null. */
+export async function sessionOf(req: FastifyRequest, services: Services, cookie: string): Promise<OwnerPrincipal | null> {
+  const token = req.cookies[cookie];
   return token && /^[A-Za-z0-9]{20,100}$/.test(token) ? services.owners.authenticate(token) : null;
 }
 
