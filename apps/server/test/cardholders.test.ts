@@ -497,12 +497,20 @@ describe(`cardholders on Stripe (${dbKind})`, () => {
     expect(failed!.revoked_at).toBeNull();
     const issued = [...fake.cards.values()].find((c) => c.metadata.card_id === failed!.id)!;
     expect(issued.status).toBe("active");
+    // As if an instance of the older version had made the cardholder: not in the record of cardholders.
+    await s.query("DELETE FROM stripe_cardholders WHERE account_id = ?", [account.id]);
     // A new name makes a new cardholder (the next card's) before the recovery pass looks.
     await s.admin("POST", `/accounts/${account.id}/cardholder`, { ...COMPANY, name: "Acme Robotics West" });
     expect((await create(key, 800)).status).toBe(201);
-    expect(cardholderOfCard(issued.metadata.card_id!).id).not.toBe((await s.query("SELECT cardholder_id FROM stripe_accounts WHERE account_id = ?", [account.id]))[0]!.cardholder_id);
+    const replaced = cardholderOfCard(issued.metadata.card_id!).id;
+    const current = (await s.query("SELECT cardholder_id FROM stripe_accounts WHERE account_id = ?", [account.id]))[0]!.cardholder_id;
+    expect(replaced).not.toBe(current);
     await s.query("UPDATE cards SET recovery_next_at = ? WHERE id = ?", [Date.now() - 1, failed!.id]);
+    const n = fake.requests.length;
     await s.app.services.maintenance.run();
+    // The replaced cardholder was recorded when it was replaced: both cardholders' cards are read, no other.
+    const lists = fake.requests.slice(n).filter((r) => r.route === "issuing.cards.list");
+    expect(lists.map((r) => r.params.cardholder).sort()).toEqual([replaced, current].sort());
     expect(fake.cards.get(issued.id)!.status).toBe("canceled");
     const [after] = await s.query("SELECT processor_card_id, revoked_at FROM cards WHERE id = ?", [failed!.id]);
     expect(after).toMatchObject({ processor_card_id: issued.id });

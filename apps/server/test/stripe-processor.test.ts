@@ -465,6 +465,17 @@ describe(`stripe processor (${dbKind})`, () => {
         expect(lists[0]!.params).not.toHaveProperty("cardholder");
         expect(row.revoked_at).not.toBeNull();
       });
+
+      it("a current cardholder missing from the record (made by an older version) has the card looked for among every Issuing card", async () => {
+        const { account, cardId } = await hungMint();
+        await s.query("DELETE FROM stripe_cardholders WHERE account_id = ?", [account.id]);
+        const n = fake.requests.length;
+        const row = await aLeaseLater(cardId);
+        const lists = since(n).filter((c) => c.route === "issuing.cards.list");
+        expect(lists).toHaveLength(1);
+        expect(lists[0]!.params).not.toHaveProperty("cardholder");
+        expect(row.revoked_at).not.toBeNull();
+      });
     });
 
     it("a retry after a 502 makes a new card under new keys and leaves exactly one hold", async () => {

@@ -216,6 +216,8 @@ const CLOCK_MARGIN_S = 15 * 60;
 const createdSince = (ms: number) => ({ gte: Math.floor(ms / 1000) - CLOCK_MARGIN_S });
 /** Stripe answers a key's stored 5xx for 24 hours: an object that answer hides was made within them. */
 const KEY_REPLAY_MS = 24 * 3600 * 1000;
+/** How long after the record of cardholders began instances of the older version may still run (a rolling upgrade). */
+const UPGRADE_WINDOW_MS = 24 * 3600 * 1000;
 
 /** The first object of a list, read page by page, that `match` takes; null when none does. */
 async function firstListed<T>(list: Stripe.ApiListPromise<T>, match: (item: T) => boolean): Promise<T | null> {
@@ -428,7 +430,9 @@ export class StripeProcessor implements Processor {
                   ),
               ),
             );
-      // Recorded before any card is minted under it, so findCards lists its cards.
+      // Recorded before any card is minted under it, so findCards lists its cards; the one it
+      // replaces too (an instance of an older version may have made it unrecorded).
+      if (existing) await this.recordCardholder(account, existing);
       if (cardholder.id !== existing) await this.recordCardholder(account, cardholder.id);
       await this.save(account, { cardholder_id: cardholder.id, cardholder_hash: version });
     }
@@ -451,21 +455,22 @@ export class StripeProcessor implements Processor {
   }
 
   /**
-   * The account's cardholders a card made at `createdAt` can have been minted under: the one it
-   * had then and every later one (a mint uses the cardholder current when it runs). Null when that
-   * is unknown: the card predates the record (its migration copied in only the then-current one).
+   * Every cardholder the account has had in this mode (a few: one per change of name or type), any
+   * of which a card may have been minted under; null when that is not known for a card made at
+   * `createdAt`: the record began (its migration copied in the then-current cardholder) less than
+   * UPGRADE_WINDOW_MS before the card, while instances of the older version may still have made
+   * cardholders unrecorded, or the current cardholder is not in it (made by such an instance).
    */
-  private async cardholdersSince(account: ProcessorAccount, createdAt: number): Promise<string[] | null> {
-    const rows = await queryRows(
-      this.opts.ds,
-      `SELECT cardholder_id, created_at, backfilled FROM stripe_cardholders WHERE account_id = ? AND mode = ? ORDER BY created_at`,
-      [account.accountId, account.mode],
-    );
+  private async cardholdersOf(account: ProcessorAccount, createdAt: number): Promise<string[] | null> {
+    const [rows, row] = await Promise.all([
+      queryRows(this.opts.ds, `SELECT cardholder_id, created_at, backfilled FROM stripe_cardholders WHERE account_id = ? AND mode = ?`, [account.accountId, account.mode]),
+      this.row(account),
+    ]);
     // Instances' clocks differ a little, as ours and Stripe's do.
     const from = createdAt - CLOCK_MARGIN_S * 1000;
-    if (rows[0] && Number(rows[0].backfilled) === 1 && Number(rows[0].created_at) > from) return null;
-    const later = rows.findIndex((r) => Number(r.created_at) >= from);
-    return rows.slice(later === -1 ? -1 : Math.max(0, later - 1)).map((r) => r.cardholder_id as string);
+    if (rows.some((r) => Number(r.backfilled) === 1 && Number(r.created_at) + UPGRADE_WINDOW_MS > from)) return null;
+    const ids = rows.map((r) => r.cardholder_id as string);
+    return row?.cardholder_id && !ids.includes(row.cardholder_id) ? null : ids;
   }
 
   async prepareAccount(account: ProcessorAccount): Promise<void> {
@@ -731,12 +736,12 @@ export class StripeProcessor implements Processor {
   /**
    * Our card's Issuing cards, among the cards made since our card of every cardholder of the
    * account it may have been minted under: not only the current one (details replaced since, a new
-   * name or type making a new cardholder, would leave a live card behind). A card older than the
-   * record of cardholders is looked for among every Issuing card of the platform made since.
+   * name or type making a new cardholder, would leave a live card behind). Where the record of
+   * cardholders cannot say (see cardholdersOf), among every Issuing card of the platform made since.
    */
   async findCards(account: ProcessorAccount, refs: CardRefs) {
     this.check(account);
-    const cardholders = await this.cardholdersSince(account, refs.createdAt);
+    const cardholders = await this.cardholdersOf(account, refs.createdAt);
     const ours = (c: Stripe.Issuing.Card) => c.metadata?.card_id === refs.cardId;
     const listed = (cardholder?: string) =>
       allListed(this.client.issuing.cards.list({ ...(cardholder ? { cardholder } : {}), created: createdSince(refs.createdAt), limit: 100 }), ours);

@@ -4,7 +4,8 @@ import { Table, TableIndex, type MigrationInterface, type QueryRunner } from "ty
  * Every Issuing cardholder the Stripe adapter has used per account and mode, so that a lookup of a
  * card's Issuing cards lists that account's cardholders' cards, not every card of the platform.
  * An account's cardholder at the time of this migration is copied in as `backfilled`: the ones it
- * had before are unknown, so cards made before then are still looked up among all cards.
+ * had before are unknown (and instances of the older version may still make some during a rolling
+ * upgrade), so cards made up to a day after it are still looked up among all cards.
  */
 export class StripeCardholders1735000000000 implements MigrationInterface {
   name = "StripeCardholders1735000000000";
