@@ -216,4 +216,36 @@ describe(`idempotency (${dbKind})`, () => {
     expect(again.body.card.status).toBe("USED");
     expect((await buy("buy-2")).body).toMatchObject({ approved: false, decline_reason: "card_not_open" });
   });
+
+  it("the test helpers' authorize, capture and refund retried with their keys after their answers were lost move money once", async () => {
+    const card = await create("auth-src-1", { amount_cents: 1000 });
+    const post = (path: string, key: string, body: object = {}) => s.request("POST", path, { body, headers: { "idempotency-key": key } });
+    const auth = await post(`/v1/test_helpers/cards/${card.body.id}/authorizations`, "auth-1", { amount_cents: 800 });
+    expect(auth.body).toMatchObject({ approved: true, status: "pending" });
+    await loseAnswer("auth-1");
+    const authAgain = await post(`/v1/test_helpers/cards/${card.body.id}/authorizations`, "auth-1", { amount_cents: 800 });
+    expect(authAgain.body).toMatchObject({ id: auth.body.id, approved: true });
+    expect(await countRows(s, "SELECT COUNT(*) AS n FROM authorizations WHERE card_id = ?", [card.body.id])).toBe(1);
+
+    const capture = await post(`/v1/test_helpers/authorizations/${auth.body.id}/capture`, "cap-1");
+    expect(capture.status).toBe(201);
+    await loseAnswer("cap-1");
+    const captureAgain = await post(`/v1/test_helpers/authorizations/${auth.body.id}/capture`, "cap-1");
+    expect(captureAgain.status).toBe(201);
+    expect(captureAgain.body.id).toBe(capture.body.id);
+
+    const refund = await post(`/v1/test_helpers/transactions/${capture.body.id}/refund`, "ref-1", { amount_cents: 300 });
+    expect(refund.status).toBe(201);
+    await loseAnswer("ref-1");
+    const refundAgain = await post(`/v1/test_helpers/transactions/${capture.body.id}/refund`, "ref-1", { amount_cents: 300 });
+    expect(refundAgain.body.id).toBe(refund.body.id);
+
+    // One capture of 800 (from the hold, no off-session charge) and one refund of 300.
+    const [row] = await s.query("SELECT spent_cents FROM cards WHERE id = ?", [card.body.id]);
+    expect(Number(row.spent_cents)).toBe(500);
+    const txns = await s.query("SELECT type, amount_cents FROM transactions WHERE card_id = ? ORDER BY created_at", [card.body.id]);
+    expect(txns.map((t) => [t.type, Number(t.amount_cents)])).toEqual([["capture", 800], ["refund", 300]]);
+    const payments = await s.query("SELECT kind, amount_cents FROM payments WHERE card_id = ? ORDER BY created_at", [card.body.id]);
+    expect(payments.map((p) => p.kind).filter((k) => k === "charge")).toEqual([]);
+  });
 });

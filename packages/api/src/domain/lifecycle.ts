@@ -1,3 +1,4 @@
+import { sha256 } from "./secrets.js";
 import { In, IsNull, LessThan, MoreThan, type FindOptionsWhere } from "typeorm";
 import { isUniqueViolation } from "../db/datasource.js";
 import {
@@ -46,6 +47,14 @@ export interface SettleRequest {
   processorTransactionId?: string;
   merchantName?: string | null;
 }
+
+/**
+ * The transaction id a test helper's capture or refund is recorded under when its request carries
+ * an Idempotency-Key (`scope`, the key's claim, kept by a retry that takes the key over): a retry
+ * after the first attempt committed but did not answer finds its transaction instead of recording
+ * a second one (a second capture would be charged off-session). Hashed to fit the column.
+ */
+export const requestTransactionId = (scope: string | undefined) => (scope === undefined ? undefined : `request:${sha256(scope)}`);
 
 /** The test helpers' capture of an authorization that gave its card back (reversed, expired): none. */
 const notCapturable = (a: Authorization) =>
@@ -154,6 +163,11 @@ export class CardLifecycle {
    * holding such an id need not look it up first, and a repeat costs one failed insert.
    */
   async authorize(card: Card, req: AuthorizationRequest): Promise<Authorization> {
+    // A retry of the request that used the card (its Idempotency-Key's claim, the answer lost): what it made.
+    if (req.usedKey !== undefined && card.status === "USED" && card.used_key === req.usedKey) {
+      const earlier = await this.authorizations.findOne({ where: { card_id: card.id, consumed_card: true }, order: { created_at: "DESC" } });
+      if (earlier) return earlier;
+    }
     const now = Date.now();
     const row: Omit<Authorization, "seq"> = {
       id: newId("auth"),
@@ -528,14 +542,9 @@ export class CardLifecycle {
    */
   async purchase(p: Principal, cardId: string, amountCents: number, merchantName?: string, usedKey?: string) {
     let card = await this.cardService.find(p, cardId);
-    let auth: Authorization | null = null;
-    if (card.status === "USED" && usedKey !== undefined && card.used_key === usedKey)
-      auth = await this.authorizations.findOneBy({ card_id: card.id, consumed_card: true, status: "pending" });
-    else {
-      auth = await this.authorize(card, { amountCents, merchant: { name: merchantName ?? null }, usedKey });
-      if (!auth.approved) return { approved: false, decline_reason: auth.decline_reason, amount_cents: amountCents, card };
-    }
-    if (auth && amountCents > 0 && auth.status === "pending") {
+    const auth = await this.authorize(card, { amountCents, merchant: { name: merchantName ?? null }, usedKey });
+    if (!auth.approved) return { approved: false, decline_reason: auth.decline_reason, amount_cents: amountCents, card };
+    if (amountCents > 0 && auth.status === "pending") {
       card = (await this.cards.findOneBy({ id: card.id }))!;
       await this.settle(card, { amountCents, authorizationId: auth.id, merchantName });
     }

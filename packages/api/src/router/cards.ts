@@ -1,6 +1,7 @@
 import { AppError, forbidden } from "../domain/errors.js";
 import { authorizationView, cardCreatedView, cardDetailView, cardListView, transactionView } from "../domain/views.js";
 import { isoTime } from "../domain/ids.js";
+import { requestTransactionId } from "../domain/lifecycle.js";
 import * as s from "@cardctl/contract";
 import type { Principal } from "../domain/deps.js";
 import type { Page, PageQuery } from "../domain/paging.js";
@@ -125,7 +126,12 @@ export const testHelpersRouter = router({
       ctx.response.status = 201;
       // A reversed or expired one gave its card back (it may be OPEN again): there is nothing to
       // settle; checked in the settlement itself, so a reversal at the same moment cannot slip by.
-      const settle = { amountCents: input.amount_cents ?? auth.amount_cents, authorizationId: auth.id, merchantName: auth.merchant_name };
+      const settle = {
+        amountCents: input.amount_cents ?? auth.amount_cents,
+        authorizationId: auth.id,
+        merchantName: auth.merchant_name,
+        processorTransactionId: requestTransactionId(ctx.creationKey),
+      };
       return transactionView(await ctx.services.lifecycle.settle(card, settle, { onlyCapturable: true }));
     }),
 
@@ -143,7 +149,7 @@ export const testHelpersRouter = router({
       const card = await ctx.services.cards.find(ctx.principal, txn.card_id);
       ctx.response.status = 201;
       // As a merchant's refund: never more than its refunds left of the capture, nor than what the card's settlements left unrefunded.
-      const refund = { amountCents: input.amount_cents ?? txn.amount_cents, merchantName: txn.merchant_name };
+      const refund = { amountCents: input.amount_cents ?? txn.amount_cents, merchantName: txn.merchant_name, processorTransactionId: requestTransactionId(ctx.creationKey) };
       return transactionView(await ctx.services.lifecycle.refund(card, refund, { ofCapture: txn }));
     }),
 
