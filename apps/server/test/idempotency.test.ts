@@ -192,6 +192,38 @@ describe(`idempotency (${dbKind})`, () => {
     expectError(await create("fail-1", { amount_cents: 999 }), 422, "idempotency_key_reused");
   });
 
+  it("a retry that took the key over and was refused 400 (a query its hash leaves out) keeps the key for the request it took over", async () => {
+    const trpc = (amount_cents: number, query = "") =>
+      s.request("POST", `/trpc/cards.create${query}`, { body: { amount_cents }, headers: { "idempotency-key": "takeover-400" } });
+    s.processor.fail("mint", "fail");
+    try {
+      expect((await trpc(320)).status).toBe(502);
+    } finally {
+      s.processor.clear();
+    }
+    expect((await trpc(320, "?batch=1")).status).toBe(400);
+    // Still that request's key: another body is refused, the same one goes on with it.
+    expect(JSON.stringify((await trpc(999)).body)).toContain("idempotency_key_reused");
+    expect((await trpc(320)).status).toBe(201);
+  });
+
+  it("a request whose hold on its key ran out and was taken over writes nothing to the key (its lease is the fencing token)", async () => {
+    const store = s.app.services.idempotency;
+    const first = await store.begin("key_fence", "k", "hash");
+    expect(first).toMatchObject({ kind: "proceed", retry: false });
+    await s.query("UPDATE idempotency_keys SET locked_until = 1 WHERE api_key_id = 'key_fence'");
+    const second = await store.begin("key_fence", "k", "hash");
+    expect(second).toMatchObject({ kind: "proceed", retry: true });
+    if (first.kind !== "proceed" || second.kind !== "proceed") throw new Error("unreachable");
+    // The first request ends late: its unlock, answer or forgetting must not touch the retry's claim.
+    await store.unlock("key_fence", "k", first.lease);
+    await expect(store.begin("key_fence", "k", "hash")).rejects.toMatchObject({ status: 409, code: "idempotency_key_in_use" });
+    await store.complete("key_fence", "k", first.lease, 500, "{}");
+    await store.forget("key_fence", "k", first.lease);
+    await store.complete("key_fence", "k", second.lease, 201, '{"id":"card_x"}');
+    expect(await store.begin("key_fence", "k", "hash")).toEqual({ kind: "replay", status: 201, body: '{"id":"card_x"}' });
+  });
+
   /** The answer never reached the client and the key was not yet marked done (the server died there). */
   const loseAnswer = (key: string) =>
     s.query("UPDATE idempotency_keys SET status = 'RUNNING', response_status = NULL, response_body = NULL, locked_until = 0 WHERE idem_key = ?", [key]);

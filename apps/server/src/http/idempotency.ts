@@ -6,7 +6,7 @@ import { sendError } from "./errors.js";
 declare module "fastify" {
   interface FastifyRequest {
     /** The Idempotency-Key this request claimed; its response is stored on send. */
-    idempotency?: { keyId: string; key: string; scope: string; retry: boolean };
+    idempotency?: { keyId: string; key: string; scope: string; retry: boolean; lease: number };
   }
 }
 
@@ -87,7 +87,7 @@ export function registerIdempotency(app: FastifyInstance, services: Services) {
       reply.code(outcome.status).header("Idempotent-Replayed", "true").type("application/json").send(replayed(req, reply, outcome.body));
       return true;
     }
-    req.idempotency = { keyId, key, scope: outcome.scope, retry: outcome.retry };
+    req.idempotency = { keyId, key, scope: outcome.scope, retry: outcome.retry, lease: outcome.lease };
     return false;
   };
   // Callback hooks, not async ones: most requests pass straight through, without a promise each.
@@ -98,12 +98,16 @@ export function registerIdempotency(app: FastifyInstance, services: Services) {
     claim(req, reply, req.principal, header).then((answered) => answered || done(), done);
   });
 
-  /** What the claimed key keeps after this answer (afterAnswer). */
-  const record = async (claimed: NonNullable<FastifyRequest["idempotency"]>, status: number, payload: string): Promise<void> => {
+  /**
+   * What the claimed key keeps after this answer (afterAnswer). A retry that took the key over is
+   * not forgotten on its 400 (a query or header the request's hash leaves out): the request it
+   * took over may have made something, which the next retry must still find.
+   */
+  const record = async ({ keyId, key, lease, retry }: NonNullable<FastifyRequest["idempotency"]>, status: number, payload: string): Promise<void> => {
     const next = afterAnswer(status, payload);
-    if (next === "forget") await services.idempotency.forget(claimed.keyId, claimed.key);
-    else if (next === "unlock") await services.idempotency.unlock(claimed.keyId, claimed.key);
-    else await services.idempotency.complete(claimed.keyId, claimed.key, status, payload);
+    if (next === "forget" && !retry) await services.idempotency.forget(keyId, key, lease);
+    else if (next !== "store") await services.idempotency.unlock(keyId, key, lease);
+    else await services.idempotency.complete(keyId, key, lease, status, payload);
   };
   app.addHook("onSend", (req, reply, payload, done) => {
     const claimed = req.idempotency;

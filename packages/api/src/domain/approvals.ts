@@ -132,12 +132,14 @@ export class ApprovalService {
   async approve(p: Principal, id: string, decisionKey?: string): Promise<Card> {
     const a = await this.find(p, id);
     const { account, policy: base } = await this.accounts.getWithPolicy(p);
-    if (a.status !== "PENDING") {
-      const mine = a.status === "APPROVED" && decisionKey !== undefined && a.decision_key === decisionKey;
-      const card = mine ? await this.issuer.resume(account, a.card_id!, actorOf(p)) : null;
+    // Decided already: the card of the approve that decided it under this key (a retry), else 409.
+    const decided = async (current: Approval): Promise<Card> => {
+      const mine = current.status === "APPROVED" && decisionKey !== undefined && current.decision_key === decisionKey;
+      const card = mine ? await this.issuer.resume(account, current.card_id!, actorOf(p)) : null;
       if (card) return card;
-      throw notPending(a);
-    }
+      throw notPending(current);
+    };
+    if (a.status !== "PENDING") return decided(a);
     assertSetup(account, this.deps.config.publicUrl, this.accounts.setupNeeds(p.mode));
     const policy = effectivePolicy(base, { max_amount_cents: a.override_max_cents ?? undefined });
     assertPolicy(policy, a.amount_cents);
@@ -149,8 +151,8 @@ export class ApprovalService {
         1,
       ),
     );
-    if (!card) throw notPending(await this.find(p, id));
-    return card;
+    // Another approve claimed it first: perhaps one with this key (a retry that took the key over).
+    return card ?? decided(await this.find(p, id));
   }
 
   /** Rejects a pending request; a retry of the reject that decided it (same `decisionKey`) is answered as the first was. */

@@ -8,8 +8,13 @@ import { fastRepository } from "../db/fast.js";
 export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
 
 export type IdempotencyOutcome =
-  /** `scope` names this claim of the key: `<key id>:<key>:<claimed at>`; `retry`: it was taken over from an earlier request (one that died, or failed with a 5xx), which may have made something. */
-  | { kind: "proceed"; scope: string; retry: boolean }
+  /**
+   * `scope` names this claim of the key: `<key id>:<key>:<claimed at>`; `retry`: it was taken over
+   * from an earlier request (one that died, or failed with a 5xx), which may have made something;
+   * `lease`: this request's hold on the key (its locked_until), the fencing token of what it then
+   * writes to the key: a request whose lease ran out and was taken over writes nothing.
+   */
+  | { kind: "proceed"; scope: string; retry: boolean; lease: number }
   | { kind: "replay"; status: number; body: string };
 
 /**
@@ -40,7 +45,7 @@ export class IdempotencyStore {
           created_at: now,
           expires_at: now + IDEMPOTENCY_TTL_MS,
         });
-        return { kind: "proceed", scope: `${apiKeyId}:${key}:${now}`, retry: false };
+        return { kind: "proceed", scope: `${apiKeyId}:${key}:${now}`, retry: false, lease: lockUntil };
       } catch (err) {
         if (!isUniqueViolation(err)) throw err;
       }
@@ -62,22 +67,23 @@ export class IdempotencyStore {
         { api_key_id: apiKeyId, idem_key: key, status: "RUNNING", locked_until: LessThan(now) },
         { locked_until: lockUntil },
       );
-      if (affected(takeover) === 1) return { kind: "proceed", scope: `${apiKeyId}:${key}:${found.created_at}`, retry: true };
+      if (affected(takeover) === 1) return { kind: "proceed", scope: `${apiKeyId}:${key}:${found.created_at}`, retry: true, lease: lockUntil };
       break;
     }
     throw new AppError(409, "idempotency_key_in_use", "A request with this Idempotency-Key is still running; retry shortly.");
   }
 
-  async complete(apiKeyId: string, key: string, status: number, body: string): Promise<void> {
+  /** Stores the answer of the request holding the key under `lease` (begin's). */
+  async complete(apiKeyId: string, key: string, lease: number, status: number, body: string): Promise<void> {
     await this.repo.update(
-      { api_key_id: apiKeyId, idem_key: key, status: "RUNNING" },
+      { api_key_id: apiKeyId, idem_key: key, status: "RUNNING", locked_until: lease },
       { status: "DONE", response_status: status, response_body: body },
     );
   }
 
   /** Forgets a key whose request ran nothing (validation errors): the key may carry another request. */
-  async forget(apiKeyId: string, key: string): Promise<void> {
-    await this.repo.delete({ api_key_id: apiKeyId, idem_key: key, status: "RUNNING" });
+  async forget(apiKeyId: string, key: string, lease: number): Promise<void> {
+    await this.repo.delete({ api_key_id: apiKeyId, idem_key: key, status: "RUNNING", locked_until: lease });
   }
 
   /**
@@ -85,8 +91,8 @@ export class IdempotencyStore {
    * running elsewhere) but lets the next retry take it over at once, under the same claim (scope),
    * so the retry finds whatever that request left behind instead of starting a second one.
    */
-  async unlock(apiKeyId: string, key: string): Promise<void> {
-    await this.repo.update({ api_key_id: apiKeyId, idem_key: key, status: "RUNNING" }, { locked_until: 0 });
+  async unlock(apiKeyId: string, key: string, lease: number): Promise<void> {
+    await this.repo.update({ api_key_id: apiKeyId, idem_key: key, status: "RUNNING", locked_until: lease }, { locked_until: 0 });
   }
 
   async purgeExpired(): Promise<number> {
