@@ -279,6 +279,27 @@ describe(`stripe webhooks (${dbKind})`, () => {
       expect((await deliver("issuing_authorization.updated", { ...authorizationFor(issued, 100, { approved: false }), status: "reversed" })).body.outcome).toBe("ignored");
     });
 
+    it("a stand-in approval beside the card's use keeps the card USED when the first is reversed, and takes over its use; it gets no increment of ours until then", async () => {
+      const { key, card, issued, pi } = await openCard(2000);
+      const first = authorizationFor(issued, 1200, { pending: true });
+      expect((await deliver("issuing_authorization.request", first)).body).toEqual({ approved: true });
+      // Stripe approved a second one alone (our answer came too late): recorded approved, pending, beside the first.
+      const standIn = authorizationFor(issued, 800);
+      expect((await deliver("issuing_authorization.created", standIn)).body.outcome).toBe("applied");
+      expect(await cardOf(key, card.id)).toMatchObject({ status: "USED" });
+      // An increment of the stand-in is not ours to approve, whatever the hold leaves.
+      const more = { ...standIn, pending_request: { ...authorizationFor(issued, 100, { pending: true }).pending_request! } };
+      expect((await deliver("issuing_authorization.request", more)).body).toEqual({ approved: false });
+      // The first is reversed: the stand-in still settles on the hold, so the card is not given back.
+      const reversed = await deliver("issuing_authorization.updated", { ...first, status: "reversed", pending_request: null });
+      expect(reversed.body.outcome, JSON.stringify(reversed.body)).toBe("applied");
+      expect(await cardOf(key, card.id)).toMatchObject({ status: "USED", remaining_cents: 0 });
+      expect(pi.status).toBe("requires_capture");
+      // The stand-in now holds the card's use: reversed too, the card is OPEN again.
+      expect((await deliver("issuing_authorization.updated", { ...standIn, status: "reversed" })).body.outcome).toBe("applied");
+      expect(await cardOf(key, card.id)).toMatchObject({ status: "OPEN", remaining_cents: 2000 });
+    });
+
     it("a request event repeated after its reversal is declined (its approval no longer stands) and does not use the card again", async () => {
       const { key, card, issued } = await openCard(2000);
       const auth = authorizationFor(issued, 700, { pending: true });

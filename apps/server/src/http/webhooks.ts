@@ -125,11 +125,12 @@ export async function registerStripeWebhooks(app: FastifyInstance, services: Ser
         // Stripe's final answer. A decline after we approved: nothing will settle, the card is given back.
         const auth = event.data.object;
         let seen = await lifecycle.byProcessorAuthorization(mode, auth.id);
-        if (seen && !auth.approved && seen.approved && seen.status === "pending") await lifecycle.release(seen, "declined");
-        else if (!seen) {
+        const recorded = seen !== null;
+        if (!seen) {
           // The request event never reached us, or has yet to be decided (Stripe decided alone, past
           // its 2 s): recorded as Stripe decided; a decline recorded first stops a late approval of
-          // ours from using the card (its insert meets this record's unique key).
+          // ours from using the card (its insert meets this record's unique key). A late approval
+          // that committed first is the record `authorize` answers with: the decline below ends it.
           const card = await cards.findByProcessor(cardRef(mode, auth.card));
           if (!card) return "ignored";
           seen = await lifecycle.authorize(card, {
@@ -138,10 +139,12 @@ export async function registerStripeWebhooks(app: FastifyInstance, services: Ser
             processorAuthorizationId: auth.id,
             processorDeclined: !auth.approved,
           });
-        } else if (!(auth.approved && !seen.approved)) return "ignored";
+        }
+        if (!auth.approved && seen.approved && seen.status === "pending") await lifecycle.release(seen, "declined");
         // Stripe approved what we declined (our answer came too late, or our rules refused what it
         // had already approved): money settles on it, so the card is spent by it.
-        if (auth.approved && !seen.approved) await lifecycle.processorApproved(seen);
+        else if (auth.approved && !seen.approved) await lifecycle.processorApproved(seen);
+        else if (recorded) return "ignored";
         return "applied";
       }
       case "issuing_authorization.updated": {

@@ -48,6 +48,9 @@ export interface SettleRequest {
   merchantName?: string | null;
 }
 
+/** A cards condition: no approved authorization other than the one given is pending on the card (params: card id, authorization id). */
+const NO_OTHER_PENDING = "NOT EXISTS (SELECT 1 FROM authorizations WHERE card_id = ? AND status = 'pending' AND approved = 1 AND id <> ?)";
+
 /**
  * The transaction id a test helper's capture or refund is recorded under when its request carries
  * an Idempotency-Key (`scope`, the key's claim, kept by a retry that takes the key over): a retry
@@ -251,7 +254,9 @@ export class CardLifecycle {
     if (auth.amount_cents === 0 && amountCents === 0) return declineReason(card, 0, Date.now()) === null;
     if (auth.status !== "pending" || card.hold_status !== "OPEN") return false;
     if (amountCents <= auth.amount_cents) return true;
-    if (amountCents > card.amount_cents) return false;
+    // More is ours to approve only on the authorization that used the card, before its expiry (one
+    // the processor approved beside it, a stand-in, is the processor's: it gets no more from us).
+    if (amountCents > card.amount_cents || !auth.consumed_card || card.expires_at <= Date.now()) return false;
     const res = await this.authorizations.update({ id: auth.id, status: "pending" }, { amount_cents: amountCents, updated_at: Date.now() });
     return (res.affected ?? 0) === 1;
   }
@@ -306,11 +311,14 @@ export class CardLifecycle {
       const after = { ...card, ...change };
       // Moves the ledger's version too: a settlement planned on the card still USED reads it again
       // (and spends the card again) instead of committing beside the card's return.
-      const reopen = this.cards.updateStatement(
+      const guarded = this.cards.updateStatement(
         { id: card.id, status: "USED", spent_cents: 0, ledger_version: card.ledger_version },
         { ...change, ledger_version: card.ledger_version + 1 },
         1,
       );
+      // Not while another approved authorization is pending on the card (the processor approved it
+      // beside ours, a stand-in approval): it settles on the hold, so the card stays USED.
+      const reopen = { ...guarded, sql: `${guarded.sql} AND ${NO_OTHER_PENDING}`, params: [...guarded.params, card.id, auth.id] };
       const changed = await commitWithEvents(
         this.deps.ds,
         [...steps, reopen],
@@ -320,7 +328,11 @@ export class CardLifecycle {
       if (changed && lapsed) await this.cardService.followUp(after);
       if (changed) return (await this.authorizations.findOneBy({ id: auth.id }))!;
     }
-    await commitWithEvents(this.deps.ds, steps, events);
+    // Such another pending authorization takes over the card's use: if it never settles either, its release gives the card back.
+    const handOver = card
+      ? [{ sql: "UPDATE authorizations SET consumed_card = 1 WHERE card_id = ? AND status = 'pending' AND approved = 1 AND id <> ?", params: [card.id, auth.id] }]
+      : [];
+    await commitWithEvents(this.deps.ds, [...steps, ...handOver], events);
     return (await this.authorizations.findOneBy({ id: auth.id }))!;
   }
 
