@@ -70,6 +70,25 @@ describe(`card recovery queue (${dbKind})`, () => {
     expect(await recovery(stuck)).toMatchObject({ attempts: 9, attention: true });
   });
 
+  it("a creation finished at last (the operator's retry) carries none of its failures into its follow-ups", async () => {
+    const key = await (await s.newAccount()).key();
+    const id = (await s.request("POST", "/v1/cards", { key, body: { amount_cents: 350 } })).body.id;
+    // As the pass leaves a creation it failed 8 times: the operator's.
+    await s.query("UPDATE cards SET status = 'CREATING', lease_until = 1, recovery_attempts = 8, recovery_error = 'processor down', needs_attention = 1 WHERE id = ?", [id]);
+    expect((await s.admin("POST", `/cards/${id}/retry_recovery`)).status).toBe(200);
+    await pass();
+    expect((await s.request("GET", `/v1/cards/${id}`, { key })).body.status).toBe("OPEN");
+    expect(await recovery(id)).toMatchObject({ attempts: 0, attention: false, error: null });
+    // Its close failing once backs off as any card's first failure does, and is not the operator's.
+    s.processor.fail("revoke", "fail");
+    try {
+      await s.request("POST", `/v1/cards/${id}/close`, { key });
+    } finally {
+      s.processor.clear();
+    }
+    expect((await recovery(id)).attention).toBe(false);
+  });
+
   it("a revoke that keeps failing backs off, then needs attention and is listed; the operator's retry finishes it", async () => {
     const account = await s.newAccount();
     const key = await account.key();

@@ -200,17 +200,18 @@ export class CardService {
       await this.finishClose(card, actorOf(p)).then(() => this.recovered(card), () => undefined);
       return card;
     }
-    if (card.status === "OPEN") {
+    // Until this close or another one closes it: a card used meanwhile and given back (its
+    // authorization reversed or declined) is OPEN again, and is closed again, never revoked OPEN.
+    while (card.status === "OPEN") {
       this.deps.processors(p.mode);
       const closedAt = Date.now();
-      const done = await commitWithEvents(
+      await commitWithEvents(
         this.deps.ds,
         [this.repo.updateStatement({ id, status: "OPEN" }, { status: "CLOSED", closed_at: closedAt }, 1)],
         [{ accountId: p.accountId, mode: p.mode, type: "card.closed", object: cardListView({ ...card, status: "CLOSED", closed_at: closedAt }), actor: actorOf(p) }],
       );
       card = await this.find(p, id);
-      if (!done && card.status === "USED")
-        throw new AppError(409, "card_not_open", "This card was used before it could be closed.", { status: "USED" });
+      if (card.status === "USED") throw new AppError(409, "card_not_open", "This card was used before it could be closed.", { status: "USED" });
     }
     await this.finishClose(card, actorOf(p));
     await this.recovered(card);

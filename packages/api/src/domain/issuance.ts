@@ -243,6 +243,11 @@ export class CardIssuer {
           last_four: minted.lastFour,
           expiration: minted.expiration,
           lease_until: null,
+          // Made at last: the failures of its creation are behind it, and count against none of its follow-ups (close, expiry).
+          recovery_attempts: 0,
+          recovery_next_at: null,
+          recovery_error: null,
+          needs_attention: false,
         },
         1,
       ),
