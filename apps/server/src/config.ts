@@ -127,7 +127,7 @@ const MAX_CARD_TTL_SECONDS = 4 * 24 * 3600;
 
 const MINUTE_MS = 60_000;
 /** CREATION_LEASE_MS is at least this many processor timeouts. */
-const LEASE_PER_TIMEOUT = 3;
+const LEASE_PER_TIMEOUT = 4;
 const HOUR_MS = 60 * MINUTE_MS;
 const DAY_MS = 24 * HOUR_MS;
 
@@ -293,8 +293,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, isTTY: boolean 
   if (logFormat !== "pretty" && logFormat !== "json") throw new ConfigError(`LOG_FORMAT must be 'pretty' or 'json', got '${logFormat}'`);
   const processorTimeoutMs = int(env, "PROCESSOR_TIMEOUT_MS", 10000, 1, 10 * MINUTE_MS);
   const creationLeaseMs = int(env, "CREATION_LEASE_MS", 60000, 1, HOUR_MS);
-  // A card's creation makes up to three processor calls in a row (hold, mint, and a lookup when it
-  // takes a card over): a lease shorter would hand a request still at the processor to another.
+  // A card's creation makes up to four processor calls in a row (a card taken over: its hold's
+  // lookup, the hold, its card's lookup, the mint): a lease shorter would hand an attempt still at
+  // the processor to another.
   if (creationLeaseMs < LEASE_PER_TIMEOUT * processorTimeoutMs)
     throw new ConfigError(
       `CREATION_LEASE_MS (${creationLeaseMs}) must be at least ${LEASE_PER_TIMEOUT} x PROCESSOR_TIMEOUT_MS (${processorTimeoutMs}): a request still at the processor would be taken over. Raise CREATION_LEASE_MS to ${LEASE_PER_TIMEOUT * processorTimeoutMs} or more, or lower PROCESSOR_TIMEOUT_MS`,

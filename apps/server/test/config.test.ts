@@ -115,12 +115,12 @@ describe("numbers: digits only, within bounds", () => {
     expect(() => loadConfig({ ...(name === "PROCESSOR_TIMEOUT_MS" ? { CREATION_LEASE_MS: "3600000" } : {}), [name]: String(max) })).not.toThrow();
   });
 
-  it("CREATION_LEASE_MS is at least 3 x PROCESSOR_TIMEOUT_MS: a request still at the processor is never taken over", () => {
+  it("CREATION_LEASE_MS is at least 4 x PROCESSOR_TIMEOUT_MS: a request still at the processor is never taken over", () => {
     expect(refusal({ PROCESSOR_TIMEOUT_MS: "30000" }).message).toBe(
-      "CREATION_LEASE_MS (60000) must be at least 3 x PROCESSOR_TIMEOUT_MS (30000): a request still at the processor would be taken over. Raise CREATION_LEASE_MS to 90000 or more, or lower PROCESSOR_TIMEOUT_MS",
+      "CREATION_LEASE_MS (60000) must be at least 4 x PROCESSOR_TIMEOUT_MS (30000): a request still at the processor would be taken over. Raise CREATION_LEASE_MS to 120000 or more, or lower PROCESSOR_TIMEOUT_MS",
     );
-    expect(refusal({ CREATION_LEASE_MS: "1000" }).message).toMatch(/^CREATION_LEASE_MS \(1000\) must be at least 3 x PROCESSOR_TIMEOUT_MS \(10000\)/);
-    expect(loadConfig({ CREATION_LEASE_MS: "1000", PROCESSOR_TIMEOUT_MS: "333" })).toMatchObject({ creationLeaseMs: 1000, processorTimeoutMs: 333 });
+    expect(refusal({ CREATION_LEASE_MS: "1000" }).message).toMatch(/^CREATION_LEASE_MS \(1000\) must be at least 4 x PROCESSOR_TIMEOUT_MS \(10000\)/);
+    expect(loadConfig({ CREATION_LEASE_MS: "1000", PROCESSOR_TIMEOUT_MS: "250" })).toMatchObject({ creationLeaseMs: 1000, processorTimeoutMs: 250 });
     expect(loadConfig({})).toMatchObject({ creationLeaseMs: 60000, processorTimeoutMs: 10000 });
   });
 

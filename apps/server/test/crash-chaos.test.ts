@@ -35,7 +35,7 @@ describe(`SIGKILL at random points, then retries (${dbKind})`, () => {
   let apiKey: string;
   // The processor's timeout leaves room for a loaded machine: a call that times out is answered
   // 502 (and stored so), which this test does not provoke; kills, not timeouts, are its subject.
-  const env = () => ({ DATABASE_URL: db.url, CREATION_LEASE_MS: "3000", PROCESSOR_TIMEOUT_MS: "1000", MAINTENANCE_INTERVAL_MS: "200", CARDCTL_TEST_PAUSE_AFTER_HOLD_MS: "150" });
+  const env = () => ({ DATABASE_URL: db.url, CREATION_LEASE_MS: "4000", PROCESSOR_TIMEOUT_MS: "1000", MAINTENANCE_INTERVAL_MS: "200", CARDCTL_TEST_PAUSE_AFTER_HOLD_MS: "150" });
 
   beforeAll(async () => {
     db = await processDatabase();

@@ -20,7 +20,7 @@ describe(`crash between hold and mint (${dbKind})`, () => {
   });
 
   it("finishes the card on restart; the retry returns it; one card, one hold", async () => {
-    const env = { DATABASE_URL: databaseUrl, CREATION_LEASE_MS: "1000", PROCESSOR_TIMEOUT_MS: "300" };
+    const env = { DATABASE_URL: databaseUrl, CREATION_LEASE_MS: "1000", PROCESSOR_TIMEOUT_MS: "250" };
     const first = await spawnServer({ ...env, CARDCTL_TEST_PAUSE_AFTER_HOLD_MS: "600000" });
     running.push(first);
     const apiKey = first.apiKey!;

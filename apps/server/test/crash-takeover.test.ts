@@ -29,8 +29,8 @@ describe(`retries while another instance recovers (${dbKind})`, () => {
   it("one Idempotency-Key, one card: 409 while recovery runs, then the recovered card", async () => {
     // C is up before the card exists: its own start-up recovery pass has nothing to take over.
     const [a, c] = await Promise.all([
-      spawnServer({ DATABASE_URL: db.url, CREATION_LEASE_MS: "1000", PROCESSOR_TIMEOUT_MS: "300", CARDCTL_TEST_PAUSE_AFTER_HOLD_MS: "600000" }),
-      spawnServer({ DATABASE_URL: db.url, CREATION_LEASE_MS: "1000", PROCESSOR_TIMEOUT_MS: "300" }),
+      spawnServer({ DATABASE_URL: db.url, CREATION_LEASE_MS: "1000", PROCESSOR_TIMEOUT_MS: "250", CARDCTL_TEST_PAUSE_AFTER_HOLD_MS: "600000" }),
+      spawnServer({ DATABASE_URL: db.url, CREATION_LEASE_MS: "1000", PROCESSOR_TIMEOUT_MS: "250" }),
     ]);
     start(a);
     start(c);
@@ -65,7 +65,7 @@ describe(`retries while another instance recovers (${dbKind})`, () => {
   });
 
   it("no approval without its card: an approve killed after its hold is finished, and its retry returns the card", async () => {
-    const env = { DATABASE_URL: db.url, CREATION_LEASE_MS: "1000", PROCESSOR_TIMEOUT_MS: "300" };
+    const env = { DATABASE_URL: db.url, CREATION_LEASE_MS: "1000", PROCESSOR_TIMEOUT_MS: "250" };
     const a = start(await spawnServer({ ...env, CARDCTL_TEST_PAUSE_AFTER_HOLD_MS: "600000" }));
     const onA = requestTo(a.url, apiKey);
     const pending = await onA("POST", "/v1/cards", { body: { amount_cents: 3100, policy_override: { approval_required: true } } });
