@@ -212,6 +212,8 @@ describe(`idempotency (${dbKind})`, () => {
     const first = await store.begin("key_fence", "k", "hash");
     expect(first).toMatchObject({ kind: "proceed", retry: false });
     await s.query("UPDATE idempotency_keys SET locked_until = 1 WHERE api_key_id = 'key_fence'");
+    // A takeover comes once the first lease ran out, so its lease is later; cut short here, let a millisecond pass.
+    await new Promise((r) => setTimeout(r, 5));
     const second = await store.begin("key_fence", "k", "hash");
     expect(second).toMatchObject({ kind: "proceed", retry: true });
     if (first.kind !== "proceed" || second.kind !== "proceed") throw new Error("unreachable");
