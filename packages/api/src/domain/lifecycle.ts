@@ -48,8 +48,10 @@ export interface SettleRequest {
   merchantName?: string | null;
 }
 
-/** A cards condition: no approved authorization other than the one given is pending on the card (params: card id, authorization id). */
-const NO_OTHER_PENDING = "NOT EXISTS (SELECT 1 FROM authorizations WHERE card_id = ? AND status = 'pending' AND approved = 1 AND id <> ?)";
+/** Authorizations of a card approved and pending, but the one given (params: card id, authorization id). */
+const OTHER_PENDING = "card_id = ? AND status = 'pending' AND approved = 1 AND id <> ?";
+/** A cards condition: no other authorization of the card is pending (OTHER_PENDING's params). */
+const NO_OTHER_PENDING = `NOT EXISTS (SELECT 1 FROM authorizations WHERE ${OTHER_PENDING})`;
 
 /**
  * The transaction id a test helper's capture or refund is recorded under when its request carries
@@ -330,7 +332,7 @@ export class CardLifecycle {
     }
     // Such another pending authorization takes over the card's use: if it never settles either, its release gives the card back.
     const handOver = card
-      ? [{ sql: "UPDATE authorizations SET consumed_card = 1 WHERE card_id = ? AND status = 'pending' AND approved = 1 AND id <> ?", params: [card.id, auth.id] }]
+      ? [{ sql: `UPDATE authorizations SET consumed_card = 1 WHERE ${OTHER_PENDING}`, params: [card.id, auth.id] }]
       : [];
     await commitWithEvents(this.deps.ds, [...steps, ...handOver], events);
     return (await this.authorizations.findOneBy({ id: auth.id }))!;
