@@ -782,3 +782,32 @@ describe(`stripe keys per mode (${dbKind})`, () => {
     }
   });
 });
+
+describe(`stripe calls stop at the domain's deadline (${dbKind})`, () => {
+  let fake: FakeStripe;
+  let s: TestServer;
+  // Stripe's "try again shortly" retries back off 100, 200, 400 ms: the fourth send comes after 525 ms at the earliest.
+  const TIMEOUT_MS = 250;
+  beforeAll(async () => {
+    fake = await startFakeStripe("sk_test_fake");
+    s = await startServer({ PROCESSOR: "stripe", STRIPE_TEST_SECRET_KEY: "sk_test_fake", STRIPE_API_BASE: fake.url, PROCESSOR_TIMEOUT_MS: String(TIMEOUT_MS) });
+  });
+  afterAll(async () => {
+    await s?.close();
+    await fake?.close();
+  });
+
+  it("a hold still being retried when the request gave up is never sent after the deadline: nothing is held behind recovery's back", async () => {
+    const account = await s.newAccount({ paymentMethod: "pm_card_visa" });
+    const key = await account.key();
+    // Three 429s, then Stripe would take it: a send after the deadline would place a hold that
+    // the request's compensation and, once past the lease, the recovery pass might never see.
+    fake.fail("payment_intents.create", faults.rateLimited(), 3);
+    expectError(await s.request("POST", "/v1/cards", { key, body: { amount_cents: 900 } }), 502, "processor_error");
+    await new Promise((r) => setTimeout(r, 1200));
+    const sends = fake.requests.filter((r) => r.route === "payment_intents.create");
+    expect(sends.length).toBeGreaterThanOrEqual(2);
+    expect(sends.length).toBeLessThan(4);
+    expect([...fake.paymentIntents.values()].filter((pi) => pi.metadata?.purpose === "hold")).toEqual([]);
+  });
+});

@@ -288,8 +288,8 @@ export class AccountService {
         if (!processor.prepareAccount) continue;
         configured++;
         try {
-          await callProcessor("setup", this.deps.config.processorTimeoutMs, () =>
-            processor.prepareAccount!(processorAccount({ ...account, payment_method: paymentMethod }, mode)),
+          await callProcessor("setup", this.deps.config.processorTimeoutMs, (signal) =>
+            processor.prepareAccount!(processorAccount({ ...account, payment_method: paymentMethod }, mode), signal),
           );
           prepared++;
         } catch (err) {

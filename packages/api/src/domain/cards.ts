@@ -177,8 +177,8 @@ export class CardService {
     const card = await this.find(p, id);
     const processor = this.deps.processors(p.mode);
     const account = await this.accounts.get(p.accountId);
-    const key = await callProcessor("ephemeral_key", this.deps.config.processorTimeoutMs, () =>
-      processor.createEphemeralKey(processorAccount(account, p.mode), card.processor_card_id!, nonce),
+    const key = await callProcessor("ephemeral_key", this.deps.config.processorTimeoutMs, (signal) =>
+      processor.createEphemeralKey(processorAccount(account, p.mode), card.processor_card_id!, nonce, signal),
     ).catch((err) => {
       throw toApiError(err);
     });
@@ -238,8 +238,8 @@ export class CardService {
 
   /** Cancels the card at the processor (idempotent there too) and records it once. */
   private async revoke(card: Card, { processor, pa }: ProcessorOf): Promise<void> {
-    await callProcessor("revoke", this.deps.config.processorTimeoutMs, () =>
-      processor.revokeCard(pa, card.processor_card_id!, `${card.id}:revoke`),
+    await callProcessor("revoke", this.deps.config.processorTimeoutMs, (signal) =>
+      processor.revokeCard(pa, card.processor_card_id!, `${card.id}:revoke`, signal),
     );
     await this.repo.update({ id: card.id, revoked_at: IsNull() }, { revoked_at: Date.now() });
   }

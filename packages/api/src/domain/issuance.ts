@@ -183,11 +183,11 @@ export class CardIssuer {
       // Rows written before holds were recorded as PENDING at insert get their intent first.
       if (card.hold_status === "NONE") await this.cards.update({ id: card.id, status: "CREATING" }, { hold_status: "PENDING" });
       try {
-        const found = resumed ? (await callProcessor("hold", timeout, () => processor.findHolds(pa, cardRefs(card)))).find((h) => h.status === "held") : undefined;
+        const found = resumed ? (await callProcessor("hold", timeout, (signal) => processor.findHolds(pa, cardRefs(card), signal))).find((h) => h.status === "held") : undefined;
         const key = resumed ? `${card.id}:hold:${randomToken(8)}` : `${card.id}:hold`;
         if (!found) await this.deps.beforeHold?.(card.id);
         const { holdId } =
-          found ?? await callProcessor("hold", timeout, () => processor.placeHold(pa, card.amount_cents, cardRefs(card), key));
+          found ?? await callProcessor("hold", timeout, (signal) => processor.placeHold(pa, card.amount_cents, cardRefs(card), key, signal));
         // Written with the card's next update (OPEN or FAILED): until then PENDING already says
         // "a hold may exist under this card's key", which is all recovery needs to find it.
         card.hold_id = holdId;
@@ -204,10 +204,10 @@ export class CardIssuer {
     try {
       // Taken over: the first attempt may have minted (found by reading), or its key may replay a
       // failure or carry another cardholder; a new mint goes under a key of this attempt's own.
-      const found = resumed ? (await callProcessor("mint", timeout, () => processor.findCards(pa, cardRefs(card))))[0] : undefined;
+      const found = resumed ? (await callProcessor("mint", timeout, (signal) => processor.findCards(pa, cardRefs(card), signal)))[0] : undefined;
       const key = resumed ? `${card.id}:mint:${randomToken(8)}` : `${card.id}:mint`;
       minted =
-        found ?? (await callProcessor("mint", timeout, () => processor.mintCard(pa, { ...cardRefs(card), amountCents: card.amount_cents, agentId: card.agent_id }, key)));
+        found ?? (await callProcessor("mint", timeout, (signal) => processor.mintCard(pa, { ...cardRefs(card), amountCents: card.amount_cents, agentId: card.agent_id }, key, signal)));
     } catch (err) {
       // A refused set-up is definite (nothing was made); any other failure may hide a card.
       const mint = err instanceof AccountSetupError && !resumed ? "none" : "unknown";
@@ -309,18 +309,18 @@ export class CardIssuer {
     // (its lookups find a hold or a card of the card's), and may be what it uses.
     if (final.status === "CREATING") return final;
     const [holds, minted] = await Promise.all([
-      callProcessor("hold", timeout, () => processor.findHolds(pa, cardRefs(card))).catch(() => []),
-      callProcessor("mint", timeout, () => processor.findCards(pa, cardRefs(card))).catch(() => []),
+      callProcessor("hold", timeout, (signal) => processor.findHolds(pa, cardRefs(card), signal)).catch(() => []),
+      callProcessor("mint", timeout, (signal) => processor.findCards(pa, cardRefs(card), signal)).catch(() => []),
     ]);
     const cardIds = new Set([...(mintedCardId ? [mintedCardId] : []), ...minted.map((m) => m.processorCardId)]);
     cardIds.delete(final.processor_card_id!);
-    for (const id of cardIds) await callProcessor("revoke", timeout, () => processor.revokeCard(pa, id, `${card.id}:revoke:${id}`)).catch(() => undefined);
+    for (const id of cardIds) await callProcessor("revoke", timeout, (signal) => processor.revokeCard(pa, id, `${card.id}:revoke:${id}`, signal)).catch(() => undefined);
     // The final card's hold is kept by an OPEN card and cancelled by a FAILED one's releaseHold; every
     // other hold found is left over and cancelled here, as is this attempt's own unless an OPEN card
     // holds it (a FAILED card's hold cancelled twice is still cancelled once).
     const ourHold = card.hold_status === "OPEN" && (card.hold_id !== final.hold_id || final.status === "FAILED") ? [card.hold_id!] : [];
     const holdIds = new Set([...ourHold, ...holds.filter((h) => h.status === "held" && h.holdId !== final.hold_id).map((h) => h.holdId)]);
-    for (const id of holdIds) await callProcessor("cancel", timeout, () => processor.cancelHold(pa, id, `${card.id}:cancel:${id}`)).catch(() => undefined);
+    for (const id of holdIds) await callProcessor("cancel", timeout, (signal) => processor.cancelHold(pa, id, `${card.id}:cancel:${id}`, signal)).catch(() => undefined);
     return final;
   }
 
@@ -335,12 +335,12 @@ export class CardIssuer {
     let holdId = card.hold_id;
     if (card.hold_status === "PENDING") {
       // Every hold found is cancelled: more than one when an attempt outlived its lease.
-      const found = await callProcessor("hold", timeout, () => processor.findHolds(pa, cardRefs(card)));
+      const found = await callProcessor("hold", timeout, (signal) => processor.findHolds(pa, cardRefs(card), signal));
       if (found.length === 0 && !final) return;
       const held = found.filter((h) => h.status === "held").map((h) => h.holdId);
-      for (const id of held) await callProcessor("cancel", timeout, () => processor.cancelHold(pa, id, `${card.id}:cancel:${id}`));
+      for (const id of held) await callProcessor("cancel", timeout, (signal) => processor.cancelHold(pa, id, `${card.id}:cancel:${id}`, signal));
       holdId = held[0] ?? null;
-    } else if (holdId) await callProcessor("cancel", timeout, () => processor.cancelHold(pa, holdId!, `${card.id}:cancel`));
+    } else if (holdId) await callProcessor("cancel", timeout, (signal) => processor.cancelHold(pa, holdId!, `${card.id}:cancel`, signal));
     // Announced for cards the API shows; a failed creation's hold was never the owner's to see.
     const visible = holdId !== null && (card.status === "OPEN" || card.status === "USED" || card.status === "CLOSED");
     await commitWithEvents(
@@ -360,8 +360,8 @@ export class CardIssuer {
    */
   async revokeLostMint(card: Card, pa: ProcessorAccount, processor: Processor, final = false): Promise<void> {
     const timeout = this.deps.config.processorTimeoutMs;
-    const minted = await callProcessor("mint", timeout, () => processor.findCards(pa, cardRefs(card)));
-    for (const { processorCardId: id } of minted) await callProcessor("revoke", timeout, () => processor.revokeCard(pa, id, `${card.id}:revoke:${id}`));
+    const minted = await callProcessor("mint", timeout, (signal) => processor.findCards(pa, cardRefs(card), signal));
+    for (const { processorCardId: id } of minted) await callProcessor("revoke", timeout, (signal) => processor.revokeCard(pa, id, `${card.id}:revoke:${id}`, signal));
     if (minted.length > 0 || final)
       await this.cards.update({ id: card.id, status: "FAILED", revoked_at: IsNull() }, { processor_card_id: minted[0]?.processorCardId ?? null, revoked_at: Date.now() });
   }

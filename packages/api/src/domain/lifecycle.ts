@@ -504,7 +504,8 @@ export class CardLifecycle {
       const processor = this.deps.processors(card.mode);
       const expire = processor.expireHold
         ? () => processor.expireHold!(card.hold_id!)
-        : async () => processor.cancelHold(processorAccount(await this.accounts.get(card.account_id), card.mode), card.hold_id!, `${card.id}:expire_hold`);
+        : async (signal: AbortSignal) =>
+            processor.cancelHold(processorAccount(await this.accounts.get(card.account_id), card.mode), card.hold_id!, `${card.id}:expire_hold`, signal);
       await callProcessor("cancel", this.deps.config.processorTimeoutMs, expire).catch((err) => {
         throw toApiError(err);
       });

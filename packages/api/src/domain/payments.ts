@@ -166,20 +166,20 @@ export class PaymentQueue {
     switch (payment.kind) {
       case "hold_capture": {
         if (payment.amount_cents === 0) {
-          await callProcessor("cancel", timeout, () => processor.cancelHold(pa, card.hold_id!, key));
+          await callProcessor("cancel", timeout, (signal) => processor.cancelHold(pa, card.hold_id!, key, signal));
           return { status: "succeeded", processor_payment_id: card.hold_id! };
         }
-        const collected = await callProcessor("capture", timeout, () => processor.captureHold(pa, card.hold_id!, payment.amount_cents, key));
+        const collected = await callProcessor("capture", timeout, (signal) => processor.captureHold(pa, card.hold_id!, payment.amount_cents, key, signal));
         return { ...collected, status: "succeeded", processor_payment_id: card.hold_id! };
       }
       case "charge": {
-        const { paymentId, ...collected } = await callProcessor("charge", timeout, () =>
-          processor.chargeOffSession(pa, payment.amount_cents, { ...cardRefs(card), paymentId: payment.id }, key),
+        const { paymentId, ...collected } = await callProcessor("charge", timeout, (signal) =>
+          processor.chargeOffSession(pa, payment.amount_cents, { ...cardRefs(card), paymentId: payment.id }, key, signal),
         );
         return { ...collected, status: "succeeded", processor_payment_id: paymentId };
       }
       case "refund":
-        await callProcessor("refund", timeout, () => processor.refund(pa, source!.processor_payment_id!, payment.amount_cents, key));
+        await callProcessor("refund", timeout, (signal) => processor.refund(pa, source!.processor_payment_id!, payment.amount_cents, key, signal));
         return { status: "succeeded", processor_payment_id: source!.processor_payment_id! };
     }
   }

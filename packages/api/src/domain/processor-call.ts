@@ -3,15 +3,23 @@ import { AppError } from "./errors.js";
 
 /**
  * Runs one processor call with a deadline. A timeout counts as a failure: the caller compensates,
- * and because every call carries an idempotency key, a late success is found again on retry.
+ * and because every call carries an idempotency key, a late success is found again on retry. The
+ * call's `signal` aborts at the deadline: an adapter starts no new request after it (a retry, the
+ * next step), so whatever the call still does at the processor ends within one request's timeout
+ * of the deadline, well inside the creation lease that recovery waits before its final lookup.
  */
-export async function callProcessor<T>(step: string, timeoutMs: number, fn: () => Promise<T>): Promise<T> {
+export async function callProcessor<T>(step: string, timeoutMs: number, fn: (signal: AbortSignal) => Promise<T>): Promise<T> {
+  const controller = new AbortController();
   let timer: NodeJS.Timeout | undefined;
   const deadline = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new ProcessorError(`The card processor did not answer within ${timeoutMs} ms.`, step)), timeoutMs);
+    timer = setTimeout(() => {
+      const err = new ProcessorError(`The card processor did not answer within ${timeoutMs} ms.`, step);
+      controller.abort(err);
+      reject(err);
+    }, timeoutMs);
   });
   try {
-    return await Promise.race([fn(), deadline]);
+    return await Promise.race([fn(controller.signal), deadline]);
   } finally {
     clearTimeout(timer);
   }

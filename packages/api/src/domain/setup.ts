@@ -39,7 +39,7 @@ export class SetupService {
     const account = await this.accounts.get(p.accountId);
     // The same open intent until a payment method is saved: reloading the page makes no new one.
     const attempt = account.payment_method ?? "none";
-    const intent = await callProcessor("setup", this.deps.config.processorTimeoutMs, () => setup.start({ accountId: account.id, mode: p.mode }, attempt)).catch(
+    const intent = await callProcessor("setup", this.deps.config.processorTimeoutMs, (signal) => setup.start({ accountId: account.id, mode: p.mode }, attempt, signal)).catch(
       (err: unknown) => {
         throw toApiError(err);
       },
@@ -54,8 +54,8 @@ export class SetupService {
    */
   async finishBrowserSetup(p: Principal, intentId: string) {
     const setup = this.browserSetupOf(p.mode);
-    const { paymentMethod } = await callProcessor("setup", this.deps.config.processorTimeoutMs, () =>
-      setup.finish({ accountId: p.accountId, mode: p.mode }, intentId),
+    const { paymentMethod } = await callProcessor("setup", this.deps.config.processorTimeoutMs, (signal) =>
+      setup.finish({ accountId: p.accountId, mode: p.mode }, intentId, signal),
     ).catch((err: unknown) => {
       if (err instanceof SetupIntentError)
         throw err.reason === "not_found"

@@ -169,10 +169,11 @@ const isKeyInUse = (err: unknown) => err instanceof Stripe.errors.StripeError &&
  * Stripe's "try again shortly": 429 (rate limited), lock_timeout (another request holds the
  * object) and 409 idempotency_key_in_use (a request under the same key is still running). None is
  * stored under the idempotency key, so the same call is sent again, under the same key, after a
- * backoff with jitter: 100, 200, 400 ms.
+ * backoff with jitter: 100, 200, 400 ms. Nothing is sent once `signal` (the domain's deadline) aborted.
  */
-async function retrying<T>(fn: () => Promise<T>): Promise<T> {
+async function retrying<T>(fn: () => Promise<T>, signal?: AbortSignal): Promise<T> {
   for (let attempt = 1; ; attempt++) {
+    signal?.throwIfAborted();
     try {
       return await fn();
     } catch (err) {
@@ -193,15 +194,18 @@ const isStoredServerError = (err: unknown) => err instanceof Stripe.errors.Strip
  * the call sent again, with the same parameters, under a new attempt key of its own. The same
  * holds when Stripe refuses the key for other parameters (an idempotency_error): an attempt whose
  * answer was lost ran with what was current then (the payment method the account had), and
- * what it made is found by reading.
+ * what it made is found by reading. Past the domain's deadline (`signal`), it is not sent again.
  */
-async function keyed<T>(key: string, send: (key: string) => Promise<T>, read: () => Promise<T | null | undefined>): Promise<T> {
+async function keyed<T>(key: string, send: (key: string) => Promise<T>, read: () => Promise<T | null | undefined>, signal?: AbortSignal): Promise<T> {
   try {
     return await send(key);
   } catch (err) {
     // A key still in use is no key refused for other parameters: a new key beside it could do the work twice.
     if (isKeyInUse(err) || (!isStoredServerError(err) && !(err instanceof Stripe.errors.StripeIdempotencyError))) throw err;
-    return (await read()) ?? (await send(`${key}:${randomToken(8)}`));
+    const found = await read();
+    if (found) return found;
+    signal?.throwIfAborted();
+    return send(`${key}:${randomToken(8)}`);
   }
 }
 
@@ -270,9 +274,9 @@ export class StripeProcessor implements Processor {
     });
   }
 
-  private async call<T>(step: string, fn: () => Promise<T>): Promise<T> {
+  private async call<T>(step: string, fn: () => Promise<T>, signal?: AbortSignal): Promise<T> {
     try {
-      return await retrying(fn);
+      return await retrying(fn, signal);
     } catch (err) {
       throw toProcessorError(step, err);
     }
@@ -315,7 +319,7 @@ export class StripeProcessor implements Processor {
   }
 
   /** The account's Customer in this mode, made once (with or without a payment method yet). */
-  private async ensureCustomerId(account: SetupAccount, step: string, row?: StripeAccountRow): Promise<string> {
+  private async ensureCustomerId(account: SetupAccount, step: string, row: StripeAccountRow | undefined, signal?: AbortSignal): Promise<string> {
     if (row?.customer_id) return row.customer_id;
     const metadata = { account_id: account.accountId, mode: account.mode };
     const customer = await this.call(step, () =>
@@ -323,18 +327,20 @@ export class StripeProcessor implements Processor {
         `${account.accountId}:${account.mode}:customer`,
         (idempotencyKey) => this.client.customers.create({ description: `cardctl account ${account.accountId}`, metadata }, { idempotencyKey }),
         () => firstListed(this.client.customers.list({ created: createdSince(Date.now() - KEY_REPLAY_MS), limit: 100 }), (c) => sameMetadata(c.metadata, metadata)),
+        signal,
       ),
+      signal,
     );
     await this.save(account, { customer_id: customer.id });
     return customer.id;
   }
 
   /** The account's Customer in this mode with the saved payment method attached; made once. */
-  private async ensureCustomer(account: ProcessorAccount, step: string): Promise<{ customerId: string; paymentMethodId: string }> {
+  private async ensureCustomer(account: ProcessorAccount, step: string, signal?: AbortSignal): Promise<{ customerId: string; paymentMethodId: string }> {
     this.check(account);
     if (!account.paymentMethod) throw new ProcessorError("The account has no saved payment method.", step);
     const row = await this.row(account);
-    const customerId = await this.ensureCustomerId(account, step, row);
+    const customerId = await this.ensureCustomerId(account, step, row, signal);
     if (row?.attached_source === account.paymentMethod && row.payment_method_id)
       return { customerId, paymentMethodId: row.payment_method_id };
     const pm = await this.call(step, () =>
@@ -346,7 +352,9 @@ export class StripeProcessor implements Processor {
           const found = await this.client.paymentMethods.retrieve(account.paymentMethod);
           return found.customer === customerId ? found : null;
         },
+        signal,
       ),
+      signal,
     );
     await this.save(account, { attached_source: account.paymentMethod, payment_method_id: pm.id });
     return { customerId, paymentMethodId: pm.id };
@@ -378,7 +386,7 @@ export class StripeProcessor implements Processor {
    * of the details' version (cardholderVersion), so a retry after a lost answer finds what the first
    * attempt made, and a later set of the same details is a new version, never a replay.
    */
-  private async ensureCardholder(account: ProcessorAccount): Promise<string> {
+  private async ensureCardholder(account: ProcessorAccount, signal?: AbortSignal): Promise<string> {
     this.check(account);
     const details = await this.cardholderDetails(account);
     if (!details)
@@ -391,9 +399,9 @@ export class StripeProcessor implements Processor {
     let cardholder: Stripe.Issuing.Cardholder;
     if (existing && row?.cardholder_hash === version) {
       // Up to date with the details; read it for what Stripe says about it now.
-      cardholder = await this.call("mint", () => this.client.issuing.cardholders.retrieve(existing));
+      cardholder = await this.call("mint", () => this.client.issuing.cardholders.retrieve(existing), signal);
     } else {
-      const current = existing ? await this.call("mint", () => this.client.issuing.cardholders.retrieve(existing)) : null;
+      const current = existing ? await this.call("mint", () => this.client.issuing.cardholders.retrieve(existing), signal) : null;
       const metadata = { account_id: account.accountId, mode: account.mode, details_version: version };
       const key = `${account.accountId}:${account.mode}:cardholder:${version}`;
       // Stripe's 400 about the details (a name it will not print, say) is the operator's to fix:
@@ -415,7 +423,9 @@ export class StripeProcessor implements Processor {
                   const ch = await this.client.issuing.cardholders.retrieve(current.id);
                   return ch.metadata?.details_version === version ? ch : null;
                 },
+                signal,
               ),
+              signal,
             )
           : await this.call("mint", () =>
               keyed(
@@ -428,7 +438,9 @@ export class StripeProcessor implements Processor {
                   firstListed(this.client.issuing.cardholders.list({ created: createdSince(Date.now() - KEY_REPLAY_MS), limit: 100 }), (ch) =>
                     sameMetadata(ch.metadata, metadata),
                   ),
+                signal,
               ),
+              signal,
             );
       // Recorded before any card is minted under it, so findCards lists its cards; the one it
       // replaces too (an instance of an older version may have made it unrecorded).
@@ -473,8 +485,8 @@ export class StripeProcessor implements Processor {
     return row?.cardholder_id && !ids.includes(row.cardholder_id) ? null : ids;
   }
 
-  async prepareAccount(account: ProcessorAccount): Promise<void> {
-    await this.ensureCustomer(account, "setup");
+  async prepareAccount(account: ProcessorAccount, signal?: AbortSignal): Promise<void> {
+    await this.ensureCustomer(account, "setup", signal);
   }
 
   // --- the payment method entered by the owner in the browser: a SetupIntent, Stripe.js ---
@@ -482,8 +494,8 @@ export class StripeProcessor implements Processor {
   get browserSetup(): BrowserSetup {
     return {
       publishableKey: this.opts.publishableKey,
-      start: (account, attempt) => this.startSetupIntent(account, attempt),
-      finish: (account, intentId) => this.finishSetupIntent(account, intentId),
+      start: (account, attempt, signal) => this.startSetupIntent(account, attempt, signal),
+      finish: (account, intentId, signal) => this.finishSetupIntent(account, intentId, signal),
     };
   }
 
@@ -493,9 +505,9 @@ export class StripeProcessor implements Processor {
    * and `attempt` (the domain's: what is saved now), so reloading the page finds the same intent;
    * one already used up (succeeded or canceled) is replaced by a new one.
    */
-  private async startSetupIntent(account: SetupAccount, attempt: string): Promise<{ id: string; clientSecret: string }> {
+  private async startSetupIntent(account: SetupAccount, attempt: string, signal?: AbortSignal): Promise<{ id: string; clientSecret: string }> {
     this.check(account);
-    const customer = await this.ensureCustomerId(account, "setup", await this.row(account));
+    const customer = await this.ensureCustomerId(account, "setup", await this.row(account), signal);
     const metadata = { account_id: account.accountId, mode: account.mode, purpose: "payment_method" };
     const create = (key: string) =>
       this.call("setup", () =>
@@ -505,12 +517,14 @@ export class StripeProcessor implements Processor {
             this.client.setupIntents.create({ customer, allowed_payment_method_types: ["card"], usage: "off_session", metadata }, { idempotencyKey }),
           // An unconfirmed SetupIntent too many is harmless: after a 5xx, a new one.
           async () => null,
+          signal,
         ),
+        signal,
       );
     const key = `${account.accountId}:${account.mode}:setup_intent:${attempt}`;
     let si = await create(key);
     // A replayed answer shows the intent as it was made: read what it is now.
-    const now = await this.call("setup", () => this.client.setupIntents.retrieve(si.id));
+    const now = await this.call("setup", () => this.client.setupIntents.retrieve(si.id), signal);
     if (now.status === "succeeded" || now.status === "canceled") si = await create(`${key}:${randomToken(8)}`);
     if (!si.client_secret) throw new ProcessorError("Stripe returned a SetupIntent without a client secret.", "setup");
     return { id: si.id, clientSecret: si.client_secret };
@@ -522,14 +536,14 @@ export class StripeProcessor implements Processor {
    * Stripe attached the method to the Customer on success; it is recorded as attached, so saving
    * it (prepareAccount) attaches nothing again.
    */
-  private async finishSetupIntent(account: SetupAccount, intentId: string): Promise<{ paymentMethod: string }> {
+  private async finishSetupIntent(account: SetupAccount, intentId: string, signal?: AbortSignal): Promise<{ paymentMethod: string }> {
     this.check(account);
     const notFound = () => new SetupIntentError(`No SetupIntent ${intentId} of this account.`, "not_found");
     const row = await this.row(account);
     if (!row?.customer_id || !/^seti_[A-Za-z0-9]+$/.test(intentId)) throw notFound();
     let si: Stripe.SetupIntent;
     try {
-      si = await retrying(() => this.client.setupIntents.retrieve(intentId));
+      si = await retrying(() => this.client.setupIntents.retrieve(intentId), signal);
     } catch (err) {
       if (err instanceof Stripe.errors.StripeInvalidRequestError && err.statusCode === 404) throw notFound();
       throw toProcessorError("setup", err);
@@ -545,8 +559,8 @@ export class StripeProcessor implements Processor {
 
   // --- the hold: a PaymentIntent, manual capture, confirmed off-session ---
 
-  async placeHold(account: ProcessorAccount, amountCents: number, refs: CardRefs, idempotencyKey: string) {
-    const { customerId, paymentMethodId } = await this.ensureCustomer(account, "hold");
+  async placeHold(account: ProcessorAccount, amountCents: number, refs: CardRefs, idempotencyKey: string, signal?: AbortSignal) {
+    const { customerId, paymentMethodId } = await this.ensureCustomer(account, "hold", signal);
     const pi = await this.call("hold", () =>
       keyed(
         idempotencyKey,
@@ -571,7 +585,9 @@ export class StripeProcessor implements Processor {
           const found = await firstListed(this.intentsSince(customerId, refs.createdAt), holdOf(refs));
           return found?.status === "canceled" ? null : found;
         },
+        signal,
       ),
+      signal,
     );
     if (pi.status === "requires_capture") return { holdId: pi.id };
     if (pi.status === "requires_payment_method" || pi.status === "requires_action" || pi.status === "requires_confirmation") {
@@ -592,12 +608,13 @@ export class StripeProcessor implements Processor {
   }
 
   /** The card's holds, found by their metadata among the customer's PaymentIntents made since our card. */
-  async findHolds(account: ProcessorAccount, refs: CardRefs) {
+  async findHolds(account: ProcessorAccount, refs: CardRefs, signal?: AbortSignal) {
     this.check(account);
     const customerId = (await this.row(account))?.customer_id;
     if (!customerId) return [];
     const intents = await this.call("hold", () =>
       allListed(this.intentsSince(customerId, refs.createdAt), holdOf(refs)),
+      signal,
     );
     // Any other status holds nothing (placeHold cancels a hold Stripe left unconfirmed).
     return intents.map((pi) => ({
@@ -606,7 +623,7 @@ export class StripeProcessor implements Processor {
     }));
   }
 
-  async cancelHold(account: ProcessorAccount, holdId: string, idempotencyKey: string) {
+  async cancelHold(account: ProcessorAccount, holdId: string, idempotencyKey: string, signal?: AbortSignal) {
     this.check(account);
     // Canceled (or captured): nothing is held any more, which is what cancel wants.
     const done = async () => {
@@ -614,13 +631,13 @@ export class StripeProcessor implements Processor {
       return pi.status === "canceled" || pi.status === "succeeded" ? pi : null;
     };
     try {
-      await retrying(() => keyed(idempotencyKey, (key) => this.client.paymentIntents.cancel(holdId, {}, { idempotencyKey: key }), done));
+      await retrying(() => keyed(idempotencyKey, (key) => this.client.paymentIntents.cancel(holdId, {}, { idempotencyKey: key }), done, signal), signal);
     } catch (err) {
-      if (!(isUnexpectedState(err) && (await this.call("cancel", done)))) throw toProcessorError("cancel", err);
+      if (!(isUnexpectedState(err) && (await this.call("cancel", done, signal)))) throw toProcessorError("cancel", err);
     }
   }
 
-  async captureHold(account: ProcessorAccount, holdId: string, amountCents: number, idempotencyKey: string) {
+  async captureHold(account: ProcessorAccount, holdId: string, amountCents: number, idempotencyKey: string, signal?: AbortSignal) {
     this.check(account);
     // Stripe captures no less than its minimum charge: below it, capture the minimum and refund the rest.
     const capture = Math.max(amountCents, STRIPE_MINIMUM_CHARGE_CENTS);
@@ -632,18 +649,19 @@ export class StripeProcessor implements Processor {
     try {
       // Capturing less than the authorized amount releases the rest.
       await retrying(() =>
-        keyed(idempotencyKey, (key) => this.client.paymentIntents.capture(holdId, { amount_to_capture: capture }, { idempotencyKey: key }), captured),
+        keyed(idempotencyKey, (key) => this.client.paymentIntents.capture(holdId, { amount_to_capture: capture }, { idempotencyKey: key }), captured, signal),
+        signal,
       );
     } catch (err) {
-      if (!(isUnexpectedState(err) && (await this.call("capture", captured)))) throw toProcessorError("capture", err);
+      if (!(isUnexpectedState(err) && (await this.call("capture", captured, signal)))) throw toProcessorError("capture", err);
     }
-    return capture > amountCents ? this.refundExcess("capture", holdId, capture - amountCents, idempotencyKey) : {};
+    return capture > amountCents ? this.refundExcess("capture", holdId, capture - amountCents, idempotencyKey, signal) : {};
   }
 
   // --- money beyond the hold, and money back ---
 
-  async chargeOffSession(account: ProcessorAccount, amountCents: number, refs: CardRefs & { paymentId: string }, idempotencyKey: string) {
-    const { customerId, paymentMethodId } = await this.ensureCustomer(account, "charge");
+  async chargeOffSession(account: ProcessorAccount, amountCents: number, refs: CardRefs & { paymentId: string }, idempotencyKey: string, signal?: AbortSignal) {
+    const { customerId, paymentMethodId } = await this.ensureCustomer(account, "charge", signal);
     // Below Stripe's minimum the charge is the minimum and the difference is refunded at once.
     const amount = Math.max(amountCents, STRIPE_MINIMUM_CHARGE_CENTS);
     const pi = await this.call("charge", () =>
@@ -664,38 +682,42 @@ export class StripeProcessor implements Processor {
             { idempotencyKey: key },
           ),
         () => firstListed(this.intentsSince(customerId, refs.createdAt), (p) => p.metadata?.payment_id === refs.paymentId && p.metadata?.purpose === "charge"),
+        signal,
       ),
+      signal,
     );
     if (pi.status !== "succeeded") {
       const e = pi.last_payment_error;
       throw new PaymentDeclinedError(e?.decline_code || e?.code || (pi.status === "requires_action" ? "authentication_required" : "card_declined"));
     }
-    const collected = amount > amountCents ? await this.refundExcess("charge", pi.id, amount - amountCents, idempotencyKey) : {};
+    const collected = amount > amountCents ? await this.refundExcess("charge", pi.id, amount - amountCents, idempotencyKey, signal) : {};
     return { ...collected, paymentId: pi.id };
   }
 
   /** Refunds what Stripe's minimum charge took beyond the payment made under `key`; a refund failed at once is reported, not thrown (the money moved). */
-  private async refundExcess(step: string, paymentIntent: string, excess: number, key: string): Promise<Collected> {
-    const failure = refundFailure(await this.refundOnce(step, paymentIntent, excess, excessRefundKey(key), "below_stripe_minimum_charge"));
+  private async refundExcess(step: string, paymentIntent: string, excess: number, key: string, signal?: AbortSignal): Promise<Collected> {
+    const failure = refundFailure(await this.refundOnce(step, paymentIntent, excess, excessRefundKey(key), signal, "below_stripe_minimum_charge"));
     return failure ? { excessRefundFailure: failure } : {};
   }
 
-  async refund(account: ProcessorAccount, paymentId: string, amountCents: number, idempotencyKey: string) {
+  async refund(account: ProcessorAccount, paymentId: string, amountCents: number, idempotencyKey: string, signal?: AbortSignal) {
     this.check(account);
     // Usually a refund fails later (refund.failed); one failed at once is as definite.
-    const failure = refundFailure(await this.refundOnce("refund", paymentId, amountCents, idempotencyKey));
+    const failure = refundFailure(await this.refundOnce("refund", paymentId, amountCents, idempotencyKey, signal));
     if (failure) throw new RefundFailedError(failure);
   }
 
   /** A refund labelled with its key (metadata `request`), so a retry after a 5xx finds it among the payment's refunds. */
-  private refundOnce(step: string, paymentIntent: string, amount: number, request: string, reason?: string) {
+  private refundOnce(step: string, paymentIntent: string, amount: number, request: string, signal: AbortSignal | undefined, reason?: string) {
     const metadata = { request, ...(reason ? { reason } : {}) };
     return this.call(step, () =>
       keyed(
         request,
         (key) => this.client.refunds.create({ payment_intent: paymentIntent, amount, metadata }, { idempotencyKey: key }),
         () => firstListed(this.client.refunds.list({ payment_intent: paymentIntent, limit: 100 }), (r) => r.metadata?.request === request),
+        signal,
       ),
+      signal,
     );
   }
 
@@ -705,8 +727,9 @@ export class StripeProcessor implements Processor {
     account: ProcessorAccount,
     card: CardRefs & { amountCents: number; agentId: string | null },
     idempotencyKey: string,
+    signal?: AbortSignal,
   ): Promise<MintedCard> {
-    const cardholder = await this.ensureCardholder(account);
+    const cardholder = await this.ensureCardholder(account, signal);
     const ic = await this.call("mint", () =>
       keyed(
         idempotencyKey,
@@ -723,7 +746,9 @@ export class StripeProcessor implements Processor {
             { idempotencyKey: key },
           ),
         () => this.issuingCardOf(cardholder, card),
+        signal,
       ),
+      signal,
     );
     return minted(ic);
   }
@@ -739,17 +764,17 @@ export class StripeProcessor implements Processor {
    * name or type making a new cardholder, would leave a live card behind). Where the record of
    * cardholders cannot say (see cardholdersOf), among every Issuing card of the platform made since.
    */
-  async findCards(account: ProcessorAccount, refs: CardRefs) {
+  async findCards(account: ProcessorAccount, refs: CardRefs, signal?: AbortSignal) {
     this.check(account);
     const cardholders = await this.cardholdersOf(account, refs.createdAt);
     const ours = (c: Stripe.Issuing.Card) => c.metadata?.card_id === refs.cardId;
     const listed = (cardholder?: string) =>
       allListed(this.client.issuing.cards.list({ ...(cardholder ? { cardholder } : {}), created: createdSince(refs.createdAt), limit: 100 }), ours);
-    const cards = await this.call("mint", async () => (cardholders ? (await Promise.all(cardholders.map(listed))).flat() : await listed()));
+    const cards = await this.call("mint", async () => (cardholders ? (await Promise.all(cardholders.map(listed))).flat() : await listed()), signal);
     return cards.map(minted);
   }
 
-  async revokeCard(account: ProcessorAccount, processorCardId: string, idempotencyKey: string) {
+  async revokeCard(account: ProcessorAccount, processorCardId: string, idempotencyKey: string, signal?: AbortSignal) {
     this.check(account);
     // A canceled card cannot be updated any more: already revoked is success.
     const canceled = async () => {
@@ -758,10 +783,11 @@ export class StripeProcessor implements Processor {
     };
     try {
       await retrying(() =>
-        keyed(idempotencyKey, (key) => this.client.issuing.cards.update(processorCardId, { status: "canceled" }, { idempotencyKey: key }), canceled),
+        keyed(idempotencyKey, (key) => this.client.issuing.cards.update(processorCardId, { status: "canceled" }, { idempotencyKey: key }), canceled, signal),
+        signal,
       );
     } catch (err) {
-      if (!(err instanceof Stripe.errors.StripeInvalidRequestError && (await this.call("revoke", canceled)))) throw toProcessorError("revoke", err);
+      if (!(err instanceof Stripe.errors.StripeInvalidRequestError && (await this.call("revoke", canceled, signal)))) throw toProcessorError("revoke", err);
     }
   }
 
@@ -769,7 +795,7 @@ export class StripeProcessor implements Processor {
    * An ephemeral key for Issuing Elements to reveal the card client-side; the PAN is never fetched
    * here. A fresh key per read; with a nonce (single use, from Stripe.js) the key derives from it.
    */
-  async createEphemeralKey(account: ProcessorAccount, processorCardId: string, nonce?: string) {
+  async createEphemeralKey(account: ProcessorAccount, processorCardId: string, nonce?: string, signal?: AbortSignal) {
     this.check(account);
     const idempotencyKey = `${processorCardId}:ephemeral_key:${nonce ? sha256(nonce).slice(0, 32) : randomToken(24)}`;
     const key = await this.call("ephemeral_key", () =>
@@ -777,6 +803,7 @@ export class StripeProcessor implements Processor {
         { issuing_card: processorCardId, ...(nonce ? { nonce } : {}) },
         { apiVersion: EPHEMERAL_KEY_API_VERSION, idempotencyKey },
       ),
+      signal,
     );
     if (!key.secret) throw new ProcessorError("Stripe returned an ephemeral key without a secret.", "ephemeral_key");
     return { secret: key.secret, expiresAt: key.expires * 1000 };

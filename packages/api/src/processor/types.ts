@@ -44,29 +44,34 @@ export interface CardRefs {
   createdAt: number;
 }
 
+/**
+ * Every call's optional last argument `signal` is the domain's deadline (callProcessor): once it
+ * aborts, an adapter sends no new request for the call (no retry, no next step).
+ */
 export interface Processor {
   readonly name: string;
   /** `refs` label the hold at the processor (metadata), so it can be found from our ids. */
-  placeHold(account: ProcessorAccount, amountCents: number, refs: CardRefs, idempotencyKey: string): Promise<{ holdId: string }>;
+  placeHold(account: ProcessorAccount, amountCents: number, refs: CardRefs, idempotencyKey: string, signal?: AbortSignal): Promise<{ holdId: string }>;
   /**
    * Every hold made for our card, whatever key made it, newest first, by reading the processor
    * (never by sending a create again): an unknown outcome is resolved this way. Every one, since an
    * attempt that outlived its lease may have made one beside the one the card keeps.
    * `createdAt` is our card's creation time (ms): the holds were made after it.
    */
-  findHolds(account: ProcessorAccount, refs: CardRefs): Promise<Array<{ holdId: string; status: "held" | "captured" | "canceled" }>>;
-  cancelHold(account: ProcessorAccount, holdId: string, idempotencyKey: string): Promise<void>;
+  findHolds(account: ProcessorAccount, refs: CardRefs, signal?: AbortSignal): Promise<Array<{ holdId: string; status: "held" | "captured" | "canceled" }>>;
+  cancelHold(account: ProcessorAccount, holdId: string, idempotencyKey: string, signal?: AbortSignal): Promise<void>;
   /**
    * Captures `amountCents` of the hold and releases the rest; a hold captures once. Throws
    * HoldUnavailableError when the processor has canceled the hold (it lapsed) before.
    */
-  captureHold(account: ProcessorAccount, holdId: string, amountCents: number, idempotencyKey: string): Promise<Collected>;
+  captureHold(account: ProcessorAccount, holdId: string, amountCents: number, idempotencyKey: string, signal?: AbortSignal): Promise<Collected>;
   /** Every processor card minted for our card, whatever key made it, newest first, by reading (as findHolds). */
-  findCards(account: ProcessorAccount, refs: CardRefs): Promise<MintedCard[]>;
+  findCards(account: ProcessorAccount, refs: CardRefs, signal?: AbortSignal): Promise<MintedCard[]>;
   mintCard(
     account: ProcessorAccount,
     card: CardRefs & { amountCents: number; agentId: string | null },
     idempotencyKey: string,
+    signal?: AbortSignal,
   ): Promise<MintedCard>;
   /**
    * Charges the saved payment method off-session, for money a card spent beyond its hold (an
@@ -77,15 +82,17 @@ export interface Processor {
     amountCents: number,
     refs: CardRefs & { paymentId: string },
     idempotencyKey: string,
+    signal?: AbortSignal,
   ): Promise<Collected & { paymentId: string }>;
   /** Gives money back through a payment (a captured hold or a charge); at most what it collected. */
-  refund(account: ProcessorAccount, paymentId: string, amountCents: number, idempotencyKey: string): Promise<void>;
+  refund(account: ProcessorAccount, paymentId: string, amountCents: number, idempotencyKey: string, signal?: AbortSignal): Promise<void>;
   /** Deactivates the card for good; idempotent. */
-  revokeCard(account: ProcessorAccount, processorCardId: string, idempotencyKey: string): Promise<void>;
+  revokeCard(account: ProcessorAccount, processorCardId: string, idempotencyKey: string, signal?: AbortSignal): Promise<void>;
   createEphemeralKey(
     account: ProcessorAccount,
     processorCardId: string,
     nonce?: string,
+    signal?: AbortSignal,
   ): Promise<{ secret: string; expiresAt: number }>;
   /**
    * Where a client reads the card's number and CVC itself with an ephemeral key, as Stripe.js
@@ -100,7 +107,7 @@ export interface Processor {
    * Optional set-up when the operator saves a payment method (Stripe: the account's Customer in
    * this mode, with the payment method attached). Idempotent; processors without set-up omit it.
    */
-  prepareAccount?(account: ProcessorAccount): Promise<void>;
+  prepareAccount?(account: ProcessorAccount, signal?: AbortSignal): Promise<void>;
   /**
    * Where the owner enters the payment method in the browser with the processor's own library
    * (Stripe.js and its Payment Element), so no card number reaches this service. Processors
@@ -123,13 +130,13 @@ export interface BrowserSetup {
    * An intent for the browser to confirm: its id and the client secret Stripe.js needs. The same
    * open intent for the same `attempt` (idempotent); a new one once that intent is used up.
    */
-  start(account: SetupAccount, attempt: string): Promise<{ id: string; clientSecret: string }>;
+  start(account: SetupAccount, attempt: string, signal?: AbortSignal): Promise<{ id: string; clientSecret: string }>;
   /**
    * The payment method an intent collected, once the processor says it succeeded; the processor
    * keeps it ready for this account (attached to its Customer). Throws SetupIntentError when the
    * intent is not this account's, or has not succeeded.
    */
-  finish(account: SetupAccount, intentId: string): Promise<{ paymentMethod: string }>;
+  finish(account: SetupAccount, intentId: string, signal?: AbortSignal): Promise<{ paymentMethod: string }>;
 }
 
 /** The intent given to BrowserSetup.finish is unknown, another account's, or not succeeded (yet). */
