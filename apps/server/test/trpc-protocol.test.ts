@@ -67,8 +67,8 @@ describe(`tRPC's HTTP protocol on /trpc (${dbKind})`, () => {
       expectError(await s.request(method, path), 404, "not_found");
   });
 
-  it("unparseable query input is 400 and runs nothing; invalid input is a validation_error", async () => {
-    const bad = expectError(await s.request("GET", "/trpc/cards.list?input=%7Bnope"), 400, "bad_request");
+  it("unparseable query input is 400 invalid_json, as a body would be, and runs nothing; invalid input is a validation_error", async () => {
+    const bad = expectError(await s.request("GET", "/trpc/cards.list?input=%7Bnope"), 400, "invalid_json");
     expect(bad.message).toMatch(/JSON/);
     const invalid = expectError(await t().query("cards.list", { limit: 0 }), 400, "validation_error");
     expect(invalid.details.issues.map((i: any) => i.path)).toEqual(["limit"]);

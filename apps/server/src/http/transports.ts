@@ -1,4 +1,4 @@
-import { adminRouter, appRouter, type Services } from "@cardctl/api";
+import { AppError, adminRouter, appRouter, type Services } from "@cardctl/api";
 import { TRPCError, type AnyTRPCProcedure, type TRPCProcedureType } from "@trpc/server";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { answer, answerError, registerRest, type ContextFactory } from "./rest.js";
@@ -39,8 +39,10 @@ function queryInput(value: unknown): unknown {
   if (typeof text !== "string" || text === "") return undefined;
   try {
     return JSON.parse(text);
-  } catch (cause) {
-    throw new TRPCError({ code: "BAD_REQUEST", message: (cause as Error).message, cause });
+  } catch (err) {
+    // As a body that is not JSON: invalid_json, the same on both transports (DESIGN 3.4).
+    const cause = new AppError(400, "invalid_json", `The input query parameter is not valid JSON: ${(err as Error).message}`);
+    throw new TRPCError({ code: "PARSE_ERROR", message: cause.message, cause });
   }
 }
 
