@@ -758,6 +758,25 @@ describe(`event streams woken by this instance's commits (${dbKind})`, () => {
       await s.close();
     }
   });
+
+  it("send a backlog larger than one read (a resume) whole, each read after a full one at once, not at the next poll", async () => {
+    const s = await startServer({ EVENT_STREAM_POLL_MS: "3600000" });
+    try {
+      // 450 events committed elsewhere (nothing wakes this instance): three reads of up to 200.
+      const top = await topSeq(s);
+      const ids = Array.from({ length: 451 }, (_, i) => `evt_backlog${String(i).padStart(5, "0")}${randomToken(12)}`);
+      for (const [i, id] of ids.entries()) await writeEventAt(s, s.accountId, top + 1 + i, id);
+      const stream = await openStream(s.url, s.apiKey, { lastEventId: ids[0] });
+      try {
+        await stream.until(() => stream.events().length >= 450, "the whole backlog");
+        expect(stream.events().map((e) => e.id)).toEqual(ids.slice(1));
+      } finally {
+        await stream.close();
+      }
+    } finally {
+      await s.close();
+    }
+  });
 });
 
 describe(`event streams and the server's lifetime (${dbKind})`, () => {

@@ -118,7 +118,8 @@ export function registerEventStream(app: FastifyInstance, services: Services, op
       }
       if (res.writableLength > MAX_BUFFERED) return end();
       if (ended) return;
-      if (again) {
+      // A full batch leaves more to read (a backlog, another instance's burst): read on at once.
+      if (again || feed.more) {
         again = false;
         void poll();
       } else timer = setTimeout(poll, opts.pollMs);
@@ -128,6 +129,8 @@ export function registerEventStream(app: FastifyInstance, services: Services, op
       if (reading) again = true;
       else void poll();
     });
+    // The client may have gone while the feed was opening, before `close` was listened for.
+    if (res.destroyed) return end();
     void poll();
   });
 }

@@ -147,6 +147,9 @@ export class EventFeed {
     return max ? cursorOf(max.id, this.floor, max, this.seen.size) : BEFORE_ALL;
   }
 
+  /** Whether the last `next()` stopped at its batch's size: more may be waiting to be read now. */
+  more = false;
+
   async next(): Promise<FedEvent[]> {
     const now = Date.now();
     while (this.marks.length > 0 && this.marks[0]!.at <= now - SETTLE_MS) {
@@ -156,6 +159,7 @@ export class EventFeed {
     for (const seq of this.seen) if (seq <= (this.floor?.seq ?? 0)) this.seen.delete(seq);
 
     const fresh = (await seqsAbove(this.deps, this.p, this.floor?.seq ?? 0, Infinity, BATCH, this.seen)).slice(0, BATCH);
+    this.more = fresh.length === BATCH;
     if (fresh.length === 0) return [];
     const rows = await fastRepository(this.deps.ds, EventEntity).find({ where: { seq: In(fresh) }, order: { seq: "ASC" } });
     let max = this.marks.at(-1)?.mark ?? this.floor;
