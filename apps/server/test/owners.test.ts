@@ -231,7 +231,26 @@ describe(`owner sign-in limits and cookies (${dbKind})`, () => {
     }
   });
 
-  it("another address's failures never lock the owner out of theirs, a block is not made longer by attempts during it, and guessing spread over many addresses blocks the email for all", async () => {
+  it("counts an IPv6 client by its /64: addresses of one network share the per-address limits", async () => {
+    const s = await startServer({ TRUST_PROXY: "127.0.0.1" });
+    try {
+      const from = (ip: string, email: string) =>
+        s.request("POST", "/auth/sign-in", { key: null, headers: { origin: ORIGIN, "x-forwarded-for": ip }, body: { email, password: "whatever" } });
+      // The email's count per address: five guesses from five addresses of 2001:db8:1:2::/64, then blocked there.
+      for (let i = 1; i <= 5; i++) expectError(await from(`2001:db8:1:2::${i}`, "v6@example.com"), 401, "invalid_credentials");
+      expectError(await from("2001:db8:1:2:ffff::6", "v6@example.com"), 429, "rate_limited");
+      expectError(await from("2001:db8:1:3::1", "v6@example.com"), 401, "invalid_credentials");
+      // The sign-in requests per client: 20 per 15 minutes for the /64, counted with the ones above.
+      const statuses: number[] = [];
+      for (let i = 0; i < 15; i++) statuses.push((await from(`2001:db8:1:2:${i.toString(16)}::1`, `v6-${i}@example.com`)).status);
+      expect(statuses.slice(0, 14)).toEqual(Array(14).fill(401));
+      expect(statuses[14]).toBe(429);
+    } finally {
+      await s.close();
+    }
+  });
+
+  it("another address's failures never lock the owner out of theirs, a block is not made longer by attempts during it nor outlives its end, and guessing spread over many addresses blocks the email for all", async () => {
     const s = await startServer({ TRUST_PROXY: "127.0.0.1" });
     try {
       const account = await s.newAccount({ name: "Ivy's" });
@@ -248,6 +267,10 @@ describe(`owner sign-in limits and cookies (${dbKind})`, () => {
       expect(blocked.details.retry_after_seconds).toBeGreaterThan(14 * 60);
       // The owner, from their own address, with their password.
       expect((await from("198.51.100.20", PASSWORD)).status).toBe(200);
+      // Once the block has ended, the count starts again: a guess is one failure, not a new block.
+      await s.query("UPDATE sign_in_failures SET blocked_until = ? WHERE blocked_until IS NOT NULL", [Date.now() - 1]);
+      expectError(await from("203.0.113.7", "one more guess"), 401, "invalid_credentials");
+      expect((await from("203.0.113.7", PASSWORD)).status).toBe(200);
 
       // 50 failures spread over 10 addresses (5 each): then the email is blocked from everywhere.
       for (let n = 0; n < 10; n++) for (let i = 0; i < 5; i++) expectError(await from(`192.0.2.${n + 1}`, `spread ${i}`), 401, "invalid_credentials");

@@ -2,6 +2,7 @@ import { AppError, describeIssues, ownerView, safeEqual, validationError, type O
 import * as s from "@cardctl/contract";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { z } from "zod";
+import { clientAddress } from "./client-address.js";
 import { sendError } from "./errors.js";
 
 /**
@@ -33,7 +34,7 @@ export function registerOwnerSessions(app: FastifyInstance, services: Services, 
   app.post("/auth/sign-in", { config: limited }, async (req, reply) => {
     if (!fromOurOrigin(req, origin)) return sendError(req, reply, crossOrigin());
     const input = parse(s.signInInput, req.body);
-    const session = await services.owners.signIn(input.email, input.password, req.ip);
+    const session = await services.owners.signIn(input.email, input.password, clientAddress(req.ip));
     setSession(reply, session.token);
     return answer(session.owner);
   });

@@ -2,6 +2,7 @@ import { AppError } from "@cardctl/api";
 import rateLimit from "@fastify/rate-limit";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { Redis } from "ioredis";
+import { clientAddress } from "./client-address.js";
 import { createFallbackStore } from "./rate-limit-store.js";
 
 const HOUR_MS = 60 * 60 * 1000;
@@ -9,7 +10,7 @@ const HOUR_MS = 60 * 60 * 1000;
 const REDIS_TIMEOUT_MS = 250;
 
 /**
- * @fastify/rate-limit, per API key (or per client IP for requests without a valid key, so keys
+ * @fastify/rate-limit, per API key (or per client address, an IPv6 one by its /64, for requests without a valid key, so keys
  * cannot be brute-forced; the operator's requests are not limited), shared through Redis when REDIS_URL is set. The spec wants
  * RateLimit-Reset as a unix timestamp; the plugin sends seconds-until-reset, converted on send.
  * While Redis is unreachable, counting falls back to this instance's memory (rate-limit-store.ts).
@@ -37,7 +38,7 @@ export async function registerRateLimit(app: FastifyInstance, perHour: number, r
     timeWindow: HOUR_MS,
     enableDraftSpec: true,
     ...(store ? { store } : {}),
-    keyGenerator: (req) => (req.principal ? `key:${req.principal.keyId}` : `ip:${req.ip}`),
+    keyGenerator: (req) => (req.principal ? `key:${req.principal.keyId}` : `ip:${clientAddress(req.ip)}`),
     // The operator (valid admin token) is trusted; a wrong admin token is limited per IP like any.
     allowList: (req) => req.isAdmin === true,
     addHeadersOnExceeding: { "ratelimit-limit": true, "ratelimit-remaining": true, "ratelimit-reset": true },

@@ -1,6 +1,6 @@
 import { In, LessThan, type EntityManager } from "typeorm";
 import { databaseKind, isUniqueViolation } from "../db/datasource.js";
-import { AccountEntity, OwnerEntity, OwnerInviteEntity, OwnerSessionEntity, SignInFailureEntity, type Owner } from "../db/entities.js";
+import { AccountEntity, OwnerEntity, OwnerInviteEntity, OwnerSessionEntity, SignInFailureEntity, type Owner, type OwnerInvite } from "../db/entities.js";
 import type { Deps } from "./deps.js";
 import { AppError, notFound } from "./errors.js";
 import { isoTime, newId, randomToken } from "./ids.js";
@@ -88,11 +88,14 @@ export class OwnerService {
 
   /** Spends an invite: the owner's password is set and a session starts. The claim is one conditional update: a link works once. */
   async acceptInvite(token: string, password: string): Promise<NewSession> {
+    const usable = (invite: OwnerInvite | null, now: number): invite is OwnerInvite => !!invite && invite.used_at === null && invite.expires_at > now;
+    // Checked before the password's hash (32 MB and tens of ms of scrypt): a made-up token costs nothing.
+    if (!usable(await this.ds.getRepository(OwnerInviteEntity).findOneBy({ token_hash: sha256(token) }), Date.now())) throw invalidInvite();
     const hash = await hashPassword(password);
     return this.ds.transaction(async (m) => {
       const now = Date.now();
       const invite = await m.getRepository(OwnerInviteEntity).findOneBy({ token_hash: sha256(token) });
-      if (!invite || invite.used_at !== null || invite.expires_at <= now) throw invalidInvite();
+      if (!usable(invite, now)) throw invalidInvite();
       const claimed = await m
         .createQueryBuilder()
         .update(OwnerInviteEntity)
@@ -144,11 +147,13 @@ export class OwnerService {
 
   /**
    * One more failed sign-in under a count (its key's hash): the count starts again when the last
-   * failure is older than the block, and the one that reaches `max` blocks it (those after it too),
-   * until the block's end, which no attempt during it moves. SET reads the old row on SQLite and
-   * left to right on MySQL, so each expression reads only columns set after it.
+   * failure is older than the block, or its block has ended, and the one that reaches `max` blocks
+   * it (those after it too), until the block's end, which no attempt during it moves. SET reads the
+   * old row on SQLite and left to right on MySQL, so each expression reads only columns set after
+   * it; an ended block is cleared by a statement of its own first, for that reason.
    */
   private async countFailure(hash: string, max: number, now: number): Promise<void> {
+    await this.ds.query("UPDATE sign_in_failures SET failures = 0, blocked_until = NULL WHERE email_hash = ? AND blocked_until <= ?", [hash, now]);
     const update =
       "blocked_until = CASE WHEN blocked_until > ? THEN blocked_until WHEN updated_at >= ? AND failures + 1 >= ? THEN ? ELSE NULL END, failures = CASE WHEN updated_at >= ? THEN failures + 1 ELSE 1 END, updated_at = ?";
     const insert = "INSERT INTO sign_in_failures (email_hash, failures, blocked_until, updated_at) VALUES (?, 1, NULL, ?)";
