@@ -38,6 +38,9 @@ class QuietRequestLogs extends LogController {
   override routeNotFound() {}
 }
 
+/** The API's paths (REST, tRPC, operator, owner sessions, MCP), answered `Cache-Control: no-store`. */
+const UNCACHED = /^\/(v1|trpc|admin|auth|mcp)(\/|\?|$)/;
+
 /** Builds the whole server: database (migrated), processors, domain services and the HTTP pipeline. */
 export async function buildApp(config: Config, opts: AppOptions = {}) {
   const ds = createDataSource(config.databaseUrl);
@@ -102,8 +105,14 @@ export async function buildApp(config: Config, opts: AppOptions = {}) {
     requestTimeout: config.requestTimeoutMs,
     http: { connectionsCheckingInterval: 1000, headersTimeout: Math.min(config.requestTimeoutMs, 60_000) },
   });
+  // Served as https (PUBLIC_URL): browsers are told to come back over https only.
+  const https = config.publicUrl.startsWith("https:");
   app.addHook("onRequest", (req, reply, done) => {
     reply.header("Request-Id", req.id);
+    if (https) reply.header("strict-transport-security", "max-age=31536000");
+    // API answers carry secrets (a card's ephemeral key, a new API key, a session's CSRF token) and
+    // per-client state: no cache, in the browser or between, keeps one.
+    if (UNCACHED.test(req.url)) reply.header("cache-control", "no-store");
     done();
   });
   // The pipeline, in order: request id → error shaping → auth → rate limit → idempotency → procedure.

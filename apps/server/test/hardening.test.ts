@@ -31,6 +31,38 @@ describe(`secrets never reach the logs (${dbKind})`, () => {
   });
 });
 
+describe(`API answers are never cached, and https is kept to (${dbKind})`, () => {
+  let s: TestServer;
+  beforeAll(async () => {
+    s = await startServer();
+  });
+  afterAll(() => s.close());
+
+  it("answers Cache-Control: no-store on /v1, /trpc, /admin and /auth, errors included; the dashboard's page keeps its own", async () => {
+    const created = await s.request("POST", "/v1/cards", { body: { amount_cents: 500 } });
+    const answers = [
+      created,
+      await s.request("GET", `/v1/cards/${created.body.id}`),
+      await s.request("GET", "/trpc/balance.retrieve"),
+      await s.request("GET", "/v1/balance", { key: null }),
+      await s.request("GET", "/auth/session", { key: null }),
+      await fetch(`${s.url}/admin/v1/accounts/acct_nope`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } }),
+    ];
+    for (const a of answers) expect(a.headers.get("cache-control"), a.url).toBe("no-store");
+    expect((await fetch(`${s.url}/`)).headers.get("cache-control")).toBe("no-cache");
+    expect(created.headers.get("strict-transport-security")).toBeNull();
+  });
+
+  it("answers Strict-Transport-Security when PUBLIC_URL is https", async () => {
+    const t = await startServer({ PUBLIC_URL: "https://cards.example.com" });
+    try {
+      for (const path of ["/v1/balance", "/"]) expect((await fetch(`${t.url}${path}`)).headers.get("strict-transport-security"), path).toBe("max-age=31536000");
+    } finally {
+      await t.close();
+    }
+  });
+});
+
 describe(`no internals in responses, no 500 from any input (${dbKind})`, () => {
   let s: TestServer;
   let cardId: string;
