@@ -458,6 +458,20 @@ describe(`stripe webhooks (${dbKind})`, () => {
       expect(await cardOf(key, card.id)).toMatchObject({ status: "USED", spent_cents: 1200 });
     });
 
+    it("a capture handled before its authorization is recorded at all: 409 until the .created is, then settled against it, never left pending", async () => {
+      const { key, card, issued, pi } = await openCard(1000);
+      const auth = authorizationFor(issued, 700);
+      const capture = { ...captureTransactionFor(issued, 700), authorization: auth.id };
+      const early = await deliver("issuing_transaction.created", capture, { id: "evt_capture_early_1" });
+      expectError(early, 409, "event_too_early");
+      expect(await cardOf(key, card.id)).toMatchObject({ status: "OPEN", spent_cents: 0 });
+      expect((await deliver("issuing_authorization.created", auth)).body.outcome).toBe("applied");
+      expect((await deliver("issuing_transaction.created", capture, { id: "evt_capture_early_1" })).body.outcome).toBe("applied");
+      expect(await authorizationsOf(key, card.id)).toMatchObject([{ approved: true, status: "closed" }]);
+      expect(await cardOf(key, card.id)).toMatchObject({ status: "USED", spent_cents: 700 });
+      expect(pi).toMatchObject({ status: "succeeded", amount_received: 700 });
+    });
+
     it("a force capture (no authorization) on an OPEN card settles from its hold and spends the card", async () => {
       const { key, card, issued, pi } = await openCard(1000);
       expect((await deliver("issuing_transaction.created", captureTransactionFor(issued, 450))).body.outcome).toBe("applied");

@@ -173,6 +173,10 @@ export async function registerStripeWebhooks(app: FastifyInstance, services: Ser
         else {
           const authRef = tx.type === "capture" ? (typeof tx.authorization === "string" ? tx.authorization : tx.authorization?.id) : undefined;
           const auth = authRef ? await lifecycle.byProcessorAuthorization(mode, authRef) : null;
+          // The capture of an authorization not recorded yet (Stripe does not promise order, and
+          // decided alone when we did not answer): settled once its .created is, or that would
+          // record it pending after its money settled, holding the card's use for good.
+          if (authRef && !auth) return "too_early";
           await lifecycle.settle(card, { amountCents: owed, authorizationId: auth?.id ?? null, processorTransactionId: tx.id, merchantName });
         }
         return "applied";
