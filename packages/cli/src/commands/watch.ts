@@ -18,6 +18,26 @@ async function fetchPending(ctx: Ctx): Promise<Approval[]> {
   return (await ctx.client().approvals.list({ status: "PENDING", limit: 100 } as any).toArray(500)) as Approval[];
 }
 
+const APPROVAL_EVENTS = ["approval.created", "approval.approved", "approval.rejected", "approval.expired"] as const;
+
+/**
+ * Calls `changed` on each approval event of the account as it happens (GET /v1/events/stream),
+ * and on each (re)connection, for what came before it: a refresh costs a request per change,
+ * where polling every few seconds would spend the key's hourly budget (1,000 by default) within
+ * the hour. `lost` hears why the stream ended for good (the key refused); returns its stop.
+ */
+function onApprovalEvents(ctx: Ctx, changed: () => void, lost: (err: unknown) => void): () => void {
+  const stop = new AbortController();
+  void (async () => {
+    try {
+      for await (const _ of ctx.client().events.stream({ types: [...APPROVAL_EVENTS], signal: stop.signal, onConnect: changed })) changed();
+    } catch (err) {
+      if (!stop.signal.aborted) lost(err);
+    }
+  })();
+  return () => stop.abort();
+}
+
 function errText(err: unknown): string {
   if (isApiError(err)) return `${err.code}: ${err.message}${err.requestId ? ` (request id ${err.requestId})` : ""}`;
   return err instanceof Error ? err.message : String(err);
@@ -27,7 +47,7 @@ export function registerWatch(approvals: Command): void {
   approvals
     .command("watch")
     .description("Live view of pending requests; approve or reject with a keypress")
-    .option("--interval <seconds>", "how often to refresh", "2")
+    .option("--interval <seconds>", "how often to refresh besides the live updates (each refresh is a request of the key's hourly budget)", "30")
     .addHelpText(
       "after",
       `
@@ -46,7 +66,7 @@ With --json every event is one JSON object per line. Exit code 1 if any command 
     )
     .action(async (o: { interval: string }, cmd: Command) => {
       const ctx = ctxOf(cmd);
-      const interval = Math.max(0.2, Number(o.interval) || 2) * 1000;
+      const interval = Math.max(0.2, Number(o.interval) || 30) * 1000;
       ctx.client(); // fail early (exit 3) without a key
       if (process.stdin.isTTY && process.stdout.isTTY && !ctx.out.json) await interactive(ctx, interval);
       else await scripted(ctx, interval);
@@ -149,9 +169,15 @@ async function scripted(ctx: Ctx, interval: number): Promise<void> {
     return p;
   };
   await serial(() => refresh(true));
-  const timer = setInterval(() => {
-    serial(() => refresh()).catch((err) => out.err(`refresh failed: ${errText(err)}`));
-  }, interval);
+  // One refresh queued at a time: a burst of changes costs one more request, not one each.
+  let queued = false;
+  const refreshSoon = () => {
+    if (queued) return;
+    queued = true;
+    serial(() => ((queued = false), refresh())).catch((err) => out.err(`refresh failed: ${errText(err)}`));
+  };
+  const timer = setInterval(refreshSoon, interval);
+  const unwatch = onApprovalEvents(ctx, refreshSoon, (err) => out.err(`live updates stopped (${errText(err)}); refreshing every ${interval / 1000} s`));
   try {
     const rl = createInterface({ input: process.stdin, terminal: false });
     for await (const line of rl) {
@@ -160,6 +186,7 @@ async function scripted(ctx: Ctx, interval: number): Promise<void> {
     rl.close();
   } finally {
     clearInterval(timer);
+    unwatch();
   }
   if (failed) process.exitCode = 1;
 }
@@ -321,13 +348,19 @@ async function interactive(ctx: Ctx, interval: number): Promise<void> {
   const restore = () => process.stdout.write("\x1b[?25h\x1b[?1049l");
   process.once("exit", restore);
   await refresh();
-  const timer = setInterval(() => {
+  const refreshIfIdle = () => {
     if (!busy && mode.kind === "normal") void refresh();
-  }, interval);
+  };
+  const timer = setInterval(refreshIfIdle, interval);
+  const unwatch = onApprovalEvents(ctx, refreshIfIdle, (err) => {
+    message = out.style(`live updates stopped (${errText(err)}); refreshing every ${interval / 1000} s`, "red");
+    render();
+  });
   try {
     await done;
   } finally {
     clearInterval(timer);
+    unwatch();
     stdin.off("keypress", onKey);
     stdin.setRawMode(false);
     stdin.pause();
