@@ -4,8 +4,8 @@ import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, expect } from "vitest";
 import { startServer, type TestServer } from "./harness.js";
 
-/** How the receiver answers: 200 (ok), a status, a redirect, or never (hang). */
-export type Behaviour = "ok" | "hang" | "redirect" | number;
+/** How the receiver answers: 200 (ok), a status, a redirect, or never (hang); or, by the event it got, one of those. */
+export type Behaviour = "ok" | "hang" | "redirect" | number | ((event: any) => "ok" | "hang" | "redirect" | number);
 
 export interface Received {
   path: string;
@@ -34,14 +34,16 @@ export async function startReceiver(port = 0) {
       const path = req.url ?? "/";
       const headers = Object.fromEntries(Object.entries(req.headers).map(([k, v]) => [k, String(v)]));
       const secret = secrets.get(path);
+      let event: any;
       try {
         if (!secret) throw new Error(`no secret for ${path}`);
-        const event = new Webhook(secret).verify(body, headers);
+        event = new Webhook(secret).verify(body, headers);
         received.push({ path, headers, body, event, at: Date.now() });
       } catch (err) {
         invalid.push(`${path}: ${(err as Error).message}`);
       }
-      const b = behaviours.get(path) ?? "ok";
+      const behaviour = behaviours.get(path) ?? "ok";
+      const b = typeof behaviour === "function" ? behaviour(event) : behaviour;
       if (b === "hang") hanging.add(res);
       else if (b === "redirect") res.writeHead(302, { location: `${path}/moved` }).end();
       else res.writeHead(b === "ok" ? 200 : b).end(b === "ok" ? "ok" : "no");

@@ -547,6 +547,36 @@ describe("auto-disable when the retry schedule ends", () => {
   });
 });
 
+describe("auto-disable spares an endpoint that takes the other events", () => {
+  let server: TestServer;
+  let receiver: Receiver;
+  beforeAll(async () => {
+    server = await startServer({ ...FAST, WEBHOOK_RETRY_WINDOW_MS: "8000" });
+    receiver = await startReceiver();
+  });
+  afterAll(async () => {
+    await server?.close();
+    await receiver?.close();
+    expect(receiver.invalid).toEqual([]);
+  });
+
+  it("a delivery its receiver keeps refusing fails alone when later ones succeeded: the endpoint stays enabled, no disabled event", async () => {
+    const key = await (await server.newAccount()).key();
+    // The receiver's code chokes on one kind of event (a 500 each time) and takes the rest.
+    receiver.behave("/picky", (event) => (event?.type === "policy.updated" ? 500 : "ok"));
+    const picky = await endpointFor(server, receiver, "/picky", ["policy.updated", "card.created"], key);
+    await touchPolicy(server, key);
+    expect((await server.request("POST", "/v1/cards", { key, body: { amount_cents: 300 } })).status).toBe(201);
+    const final = await deliveriesWhen("the refused one final", server, picky.id, key, (list) => list.some((d) => d.status === "failed"));
+    expect(final.map((d) => d.status).sort()).toEqual(["failed", "succeeded"]);
+    expect((await server.request("GET", `/v1/webhook_endpoints/${picky.id}`, { key })).body.status).toBe("enabled");
+    expect((await server.request("GET", "/v1/events?type=webhook_endpoint.disabled", { key })).body.data).toEqual([]);
+    // Still sent the next events.
+    expect((await server.request("POST", "/v1/cards", { key, body: { amount_cents: 400 } })).status).toBe(201);
+    await eventually("the next card.created", () => receiver.at("/picky").filter((r) => r.event.type === "card.created").length === 2);
+  });
+});
+
 /** Two server processes on one database (a MariaDB database, or an SQLite file) deliver each event once. */
 describe("two instances deliver each event exactly once", () => {
   let a: ServerProcess;

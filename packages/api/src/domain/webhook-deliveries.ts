@@ -424,8 +424,8 @@ export class WebhookDeliveryQueue {
   /**
    * The attempt failed: retried after a backoff while inside the retry window and its endpoint is
    * enabled, else final. An
-   * automatic schedule that ends in failure disables the endpoint (with its event); a manual
-   * retry's one attempt only fails its delivery. `final` fails it at once (nothing to send).
+   * automatic schedule that ends in failure disables the endpoint (with its event), unless the
+   * endpoint took later deliveries (takesOthers); a manual retry's one attempt only fails its delivery. `final` fails it at once (nothing to send).
    */
   async failed(d: ClaimedDelivery, status: number | null, error: string, final = false): Promise<void> {
     const now = Date.now();
@@ -450,13 +450,27 @@ export class WebhookDeliveryQueue {
       params: [outcome.status, outcome.error, now, d.id, d.leaseToken],
       expect: 1,
     };
-    if (final || d.retryUntil !== null || !d.endpointEnabled) {
+    if (final || d.retryUntil !== null || !d.endpointEnabled || (await this.takesOthers(d))) {
       await runSql(this.ds, fail.sql, fail.params);
       return;
     }
     const disabled = await this.disableStatements(d.endpointId, now);
     if (!disabled || !(await commitWithEvents(this.ds, [fail, ...disabled.change], [disabled.event], "change_first", [lockEndpointsOf(disabled.event.accountId)])))
       await runSql(this.ds, fail.sql, fail.params);
+  }
+
+  /**
+   * Whether the endpoint took any of the newest 50 deliveries attempted since this one: then it is
+   * alive, and the one event it keeps refusing (a payload its code cannot take) fails alone rather
+   * than stopping every other. Fresh ones, not attempted yet, say nothing either way.
+   */
+  private async takesOthers(d: ClaimedDelivery): Promise<boolean> {
+    const rows = await queryRows(
+      this.ds,
+      "SELECT status FROM webhook_deliveries WHERE endpoint_id = ? AND seq > (SELECT seq FROM webhook_deliveries WHERE id = ?) AND attempts > 0 ORDER BY seq DESC LIMIT 50",
+      [d.endpointId, d.id],
+    );
+    return rows.some((r) => r.status === "succeeded");
   }
 
   /**
