@@ -23,6 +23,8 @@ export interface Ctx {
   centsTyped: boolean;
   /** API fields given by a flag of another name (`types` by --events): the API's validation messages name the flag. */
   flagNames: Record<string, string>;
+  /** The flag that repeats this command's request safely (`--idempotency-key`): told, with the key, when its outcome is unknown. */
+  retryWith?: string;
 }
 
 export interface DollarFlag {

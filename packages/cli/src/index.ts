@@ -78,6 +78,6 @@ export async function main(argv = process.argv): Promise<number> {
         baseUrl = undefined;
       }
     }
-    return reportError(err, current?.out ?? new Output(opts), { baseUrl, dollarFlags: current?.dollarFlags, centsTyped: current?.centsTyped, flagNames: current?.flagNames });
+    return reportError(err, current?.out ?? new Output(opts), { baseUrl, dollarFlags: current?.dollarFlags, centsTyped: current?.centsTyped, flagNames: current?.flagNames, retryWith: current?.retryWith });
   }
 }

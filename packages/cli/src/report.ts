@@ -11,6 +11,8 @@ export interface ReportContext {
   centsTyped?: boolean | undefined;
   /** API fields given by a flag of another name (see Ctx.flagNames). */
   flagNames?: Record<string, string> | undefined;
+  /** The flag that repeats the command's request safely (see Ctx.retryWith). */
+  retryWith?: string | undefined;
 }
 
 const CONNECTION_CODES = /ECONNREFUSED|ENOTFOUND|EAI_AGAIN|ECONNRESET|ETIMEDOUT|EHOSTUNREACH|ENETUNREACH|UND_ERR/;
@@ -84,6 +86,17 @@ export function humanize(
 }
 
 /**
+ * The Idempotency-Key of a request whose outcome is unknown (no answer, a 5xx, or the server still
+ * at work on it), when the command can send it again (`retryWith`): repeating the command with it
+ * gets the first request's answer instead of doing the work twice (a second card).
+ */
+function unknownOutcomeKey(err: unknown, retryWith: string | undefined): string | undefined {
+  const e = err as { idempotencyKey?: unknown; status?: number; code?: string };
+  if (!retryWith || typeof e?.idempotencyKey !== "string") return undefined;
+  return e.status === undefined || e.status >= 500 || e.code === "idempotency_key_in_use" ? e.idempotencyKey : undefined;
+}
+
+/**
  * Prints an error: code, message, request id and what to do next on stderr; with --json also the
  * API's error envelope on stdout. Returns the exit code.
  */
@@ -98,18 +111,25 @@ export function reportError(err: unknown, out: Output, ctx: ReportContext = {}):
     return code;
   }
 
+  const key = unknownOutcomeKey(err, ctx.retryWith);
+  const retryHint = () => {
+    if (key) out.err(`  It may have been done: run the same command again with ${ctx.retryWith} ${key} to get its answer, not do it twice.`);
+  };
   const down = unreachable(err, ctx.baseUrl);
   if (down) {
     const msg = `Could not reach ${down.url}${down.method ? ` (${down.method})` : ""}: ${down.cause}. Check --base-url / CARDCTL_BASE_URL and that the server is running.`;
-    if (out.json) out.printJson({ error: { code: "connection_error", message: msg } });
+    if (out.json) out.printJson({ error: { code: "connection_error", message: msg, ...(key ? { idempotency_key: key } : {}) } });
     out.err(`${red("Error:")} ${msg}`);
+    retryHint();
     return code;
   }
 
   if (isApiError(err)) {
     const details = (err.details ?? {}) as Record<string, unknown>;
     if (out.json) {
-      out.printJson({ error: { code: err.code, message: err.message, ...(err.details ? { details: err.details } : {}), request_id: err.requestId } });
+      out.printJson({
+        error: { code: err.code, message: err.message, ...(err.details ? { details: err.details } : {}), request_id: err.requestId, ...(key ? { idempotency_key: key } : {}) },
+      });
     }
     const human = humanize(err.code, err.message, details, ctx.dollarFlags, ctx.flagNames, ctx.centsTyped);
     out.err(`${red("Error:")} ${human.message}`);
@@ -117,6 +137,7 @@ export function reportError(err: unknown, out: Output, ctx: ReportContext = {}):
     // --max of `cards create` (policy_override) may be what set the maximum, not the policy.
     const ownMax = ctx.dollarFlags?.["policy_override.max_amount_cents"]?.flag;
     for (const hint of hints(err.code, { ...details, issues: human.issues }, err.status, err.message, ownMax)) out.err(`  ${hint}`);
+    retryHint();
     return code;
   }
 

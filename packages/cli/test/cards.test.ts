@@ -356,6 +356,22 @@ describe("errors and exit codes", () => {
     expect(r.code).toBe(1);
     expect(r.stderr).toContain("Could not reach http://127.0.0.1:9");
   });
+
+  it("a create whose outcome is unknown tells the key to repeat it with; repeated with it, it makes one card", async () => {
+    const r = await cli(["cards", "create", "--amount", "3.10", "--json"], { CARDCTL_BASE_URL: "http://127.0.0.1:9" });
+    expect(r.code).toBe(1);
+    const key = JSON.parse(r.stdout).error.idempotency_key as string;
+    expect(key).toMatch(/^sdk_/);
+    expect(r.stderr).toContain(`run the same command again with --idempotency-key ${key}`);
+    const first = await cli(["cards", "create", "--amount", "3.10", "--idempotency-key", key, "--json"]);
+    const again = await cli(["cards", "create", "--amount", "3.10", "--idempotency-key", key, "--json"]);
+    expect(first.code, first.stderr).toBe(0);
+    expect(JSON.parse(again.stdout).id).toBe(JSON.parse(first.stdout).id);
+    // A definite refusal is no unknown outcome: no key to repeat it with.
+    const refused = await cli(["cards", "create", "--amount", "600"]);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).not.toContain("--idempotency-key");
+  });
 });
 
 describe("output", () => {

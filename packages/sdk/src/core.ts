@@ -66,15 +66,20 @@ export function backoffMs(retry: number): number {
   return ceiling * (0.5 + Math.random() * 0.5);
 }
 
-/** Milliseconds the server asked us to wait: Retry-After (seconds or HTTP date), else RateLimit-Reset (unix seconds). */
-export function serverWaitMs(headers: Headers): number | undefined {
+/** Milliseconds the server's Retry-After (seconds or HTTP date) asks us to wait; undefined without one. */
+function retryAfterMs(headers: Headers): number | undefined {
   const retryAfter = headers.get("retry-after");
-  if (retryAfter !== null && retryAfter.trim() !== "") {
-    const secs = Number(retryAfter);
-    if (Number.isFinite(secs)) return Math.max(0, secs * 1000);
-    const at = Date.parse(retryAfter);
-    if (!Number.isNaN(at)) return Math.max(0, at - Date.now());
-  }
+  if (retryAfter === null || retryAfter.trim() === "") return undefined;
+  const secs = Number(retryAfter);
+  if (Number.isFinite(secs)) return Math.max(0, secs * 1000);
+  const at = Date.parse(retryAfter);
+  return Number.isNaN(at) ? undefined : Math.max(0, at - Date.now());
+}
+
+/** Milliseconds a 429 asks us to wait: Retry-After, else RateLimit-Reset (unix seconds: the end of the rate limit's window). */
+export function serverWaitMs(headers: Headers): number | undefined {
+  const asked = retryAfterMs(headers);
+  if (asked !== undefined) return asked;
   const reset = Number(headers.get("ratelimit-reset") ?? NaN);
   if (Number.isFinite(reset) && reset > 0) return Math.max(0, reset * 1000 - Date.now());
   return undefined;
@@ -141,7 +146,6 @@ export class HttpClient {
   /** Sends one logical request (with its retries) and returns the parsed JSON body. */
   async request<T>(spec: RequestSpec<T>): Promise<T> {
     const o = spec.options ?? {};
-    const signal = o.signal;
     const timeoutMs = o.timeoutMs ?? this.timeoutMs;
     const maxRetries = Math.max(0, o.maxRetries ?? this.maxRetries);
 
@@ -158,10 +162,23 @@ export class HttpClient {
       payload = JSON.stringify(spec.body);
       headers["content-type"] = "application/json";
     }
-    if (spec.method === "POST") headers["idempotency-key"] = o.idempotencyKey ?? newIdempotencyKey();
+    const idempotencyKey = spec.method === "POST" ? (o.idempotencyKey ?? newIdempotencyKey()) : undefined;
+    if (idempotencyKey) headers["idempotency-key"] = idempotencyKey;
+    try {
+      return await this.#attempts(spec, url, headers, payload, maxRetries, timeoutMs);
+    } catch (err) {
+      // Whether the work was done may be unknown (a timeout, a 5xx): the same key asks again safely.
+      if (idempotencyKey && err instanceof CardctlError) err.idempotencyKey = idempotencyKey;
+      throw err;
+    }
+  }
 
+  async #attempts<T>(spec: RequestSpec<T>, url: string, headers: Record<string, string>, payload: string | undefined, maxRetries: number, timeoutMs: number): Promise<T> {
+    const signal = spec.options?.signal;
     /** Whether an earlier attempt may have done the work without our hearing back. */
     let unheard = false;
+    /** When the server first said a request under this key was still running. */
+    let inUseSince: number | undefined;
     for (let attempt = 0; ; attempt++) {
       if (signal?.aborted) throw abortError(signal);
       const canRetry = attempt < maxRetries;
@@ -188,14 +205,20 @@ export class HttpClient {
 
       const waitMs = res.status === 429 ? serverWaitMs(res.headers) : undefined;
       const error = errorFromResponse(res.status, body, res.headers, { retryAfterMs: waitMs });
-      if (!canRetry || !isRetryableStatus(res.status, error.code)) throw error;
+      // The first request under this key is still at work (a card's creation may take its lease,
+      // 60 s by default): asked again until maxRetryWaitMs has passed, not maxRetries times.
+      const inUse = res.status === 409 && error.code === "idempotency_key_in_use";
+      if (inUse) inUseSince ??= Date.now();
+      const retry = inUse ? maxRetries > 0 && Date.now() - inUseSince! < this.maxRetryWaitMs : canRetry && isRetryableStatus(res.status, error.code);
+      if (!retry) throw error;
       if (res.status >= 500) unheard = true;
       let delay = backoffMs(attempt);
       if (res.status === 429 && waitMs !== undefined) {
         if (waitMs > this.maxRetryWaitMs) throw error;
         delay = waitMs + Math.random() * 250;
       } else if (res.status === 503) {
-        const asked = serverWaitMs(res.headers);
+        // Only a Retry-After: RateLimit-Reset, on every answer, is the rate limit's window, no hint about a 503.
+        const asked = retryAfterMs(res.headers);
         if (asked !== undefined && asked <= this.maxRetryWaitMs) delay = Math.max(delay, asked);
       }
       await sleepUntil(Date.now() + delay, signal);

@@ -26,6 +26,12 @@ export class CardctlError extends Error {
   readonly requestId: string | undefined;
   /** Response headers, when a response arrived. */
   readonly headers: Headers | undefined;
+  /**
+   * The Idempotency-Key a failed POST was sent under (yours, or the one the SDK made): when the
+   * outcome is unknown (a timeout, a 5xx, 409 `idempotency_key_in_use`), the same call again with
+   * `{ idempotencyKey }` set to it gets the first request's answer, and does the work at most once.
+   */
+  idempotencyKey: string | undefined;
 
   constructor(init: CardctlErrorInit) {
     super(init.message, init.cause === undefined ? undefined : { cause: init.cause });

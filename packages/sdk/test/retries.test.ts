@@ -93,6 +93,47 @@ describe("retries against the real server", () => {
   });
 });
 
+describe("a POST whose outcome is unknown", () => {
+  let s: TestServer;
+  beforeAll(async () => {
+    s = await startServer({ PROCESSOR_TIMEOUT_MS: "1500" });
+  });
+  afterAll(() => s?.close());
+  afterEach(() => s.app.simulated.setFault("hold", null));
+
+  it("fails with the Idempotency-Key it was sent under: the same call again with it gets the first answer, one card", async () => {
+    const apiKey = await (await s.newAccount()).key();
+    const proxy = await tcpProxy(s.url, (n) => (n === 1 ? "drop-response" : "pass"));
+    try {
+      const err = await new Cardctl({ apiKey, baseUrl: proxy.url, maxRetries: 0 }).cards.create({ amount_cents: 700 }).catch((e) => e);
+      expect(err.code).toBe("connection_error");
+      expect(err.idempotencyKey).toBe(proxy.idempotencyKeys()[0]);
+      const direct = clientFor(s, { apiKey });
+      const card = await direct.cards.create({ amount_cents: 700 }, { idempotencyKey: err.idempotencyKey });
+      expect((await direct.cards.list()).data.map((x) => x.id)).toEqual([card.status === "OPEN" ? card.id : "a card"]);
+    } finally {
+      await proxy.close();
+    }
+  });
+
+  it("409 idempotency_key_in_use is asked again while the first request runs, for up to maxRetryWaitMs rather than maxRetries times", async () => {
+    const apiKey = await (await s.newAccount()).key();
+    s.app.simulated.setFault("hold", "hang"); // the first request's hold call hangs, up to the 1.5 s processor timeout
+    const { fetch, log } = recordingFetch((x) => {
+      if (x.status === "error") s.app.simulated.setFault("hold", null);
+    });
+    const c = clientFor(s, { apiKey, fetch, timeoutMs: 200, maxRetries: 1 });
+    const card = await c.cards.create({ amount_cents: 800 });
+    // Refused while the first ran; once its hold call timed out (and its key was freed), the next made the card.
+    expect(card.status).toBe("OPEN");
+    const statuses = log.map((x) => x.status);
+    expect(statuses[0]).toBe("error");
+    expect(statuses.filter((x) => x === 409).length).toBeGreaterThan(1);
+    expect(statuses.at(-1)).toBe(201);
+    expect(new Set(log.map((x) => x.idempotencyKey)).size).toBe(1);
+  });
+});
+
 describe("a DELETE whose answer was lost", () => {
   let s: TestServer;
   beforeAll(async () => {

@@ -87,6 +87,7 @@ export function registerCards(program: Command): void {
       if (key !== undefined && (key.length < 1 || key.length > 199))
         throw new UsageError(`--idempotency-key must be 1 to 199 characters${key === "" ? " (it is empty: is the variable you meant to pass unset?)" : ` (it has ${key.length})`}.`);
       const reqOpts = key !== undefined ? { idempotencyKey: key } : undefined;
+      ctx.retryWith = "--idempotency-key";
 
       const client = ctx.client();
       const created: any = await out.spin("Requesting a card", () => (client.cards.create as any)(params, reqOpts));
