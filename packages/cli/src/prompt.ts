@@ -26,7 +26,7 @@ export function ask(question: string, o: { hidden?: boolean } = {}): Promise<str
       reject(new UsageError("Cancelled (Ctrl-C)."));
     });
     rl.on("close", () => {
-      if (!answered) reject(new Error("No input (stdin closed)."));
+      if (!answered) reject(new UsageError("No input (stdin closed)."));
     });
   });
 }
@@ -53,7 +53,7 @@ function askMasked(question: string): Promise<string> {
         if (ch === "\r" || ch === "\n") return finish();
         if (ch === "\x03") return finish(new UsageError("Cancelled (Ctrl-C)."));
         if (ch === "\x04") {
-          if (value === "") return finish(new Error("No input (stdin closed)."));
+          if (value === "") return finish(new UsageError("No input (stdin closed)."));
           return finish();
         }
         if (ch === "\x7f" || ch === "\b") {

@@ -65,6 +65,10 @@ describe("login, profiles and overrides", () => {
     expect(existsSync(join(dir2, "config.json"))).toBe(false);
     const notAKey = await run(["login", "--api-key", "hello", "--base-url", s.url], { env: { CARDCTL_CONFIG_DIR: dir2 } });
     expect(notAKey.code).toBe(2);
+    // Nothing piped in (stdin closed at once): a usage error, as no key given is.
+    const none = await run(["login", "--base-url", s.url], { env: { CARDCTL_CONFIG_DIR: dir2 }, input: "" });
+    expect(none.code, none.stderr).toBe(2);
+    expect(none.stderr).toContain("No input (stdin closed).");
   });
 
   it("profiles: --profile, CARDCTL_PROFILE, profiles use / list", async () => {
