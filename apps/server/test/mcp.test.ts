@@ -213,10 +213,31 @@ describe(`MCP server (${processor}, ${dbKind})`, () => {
       const approved = await s.request("POST", `/v1/approvals/${first.structuredContent.approval.id}/approve`, { key: a.full });
       const again = await requestCard(agent, { amount_cents: 830, idempotency_key: key });
       expect(again.structuredContent).toMatchObject({ outcome: "issued", card: { id: approved.body.id }, approval: { status: "APPROVED" } });
-      // A key a header cannot carry is refused by the tool, on either transport alike.
-      const bad = await call(agent, "request_card", { amount_cents: 830, idempotency_key: "a\nb" });
-      expect(bad.isError).toBe(true);
-      expect(text(bad)).toMatch(/idempotency_key/);
+      // A key a header cannot carry is refused by the tool, on either transport alike; so is one
+      // with spaces at an end, which HTTP clients trim (" k" would be "k").
+      for (const idempotency_key of ["a\nb", " k", "k "]) {
+        const bad = await call(agent, "request_card", { amount_cents: 830, idempotency_key });
+        expect(bad.isError, idempotency_key).toBe(true);
+        expect(text(bad)).toMatch(/idempotency_key/);
+      }
+    });
+
+    it("an approval whose card is still being made is pending for the agent, not an error", async () => {
+      const a = await account({ approval: true });
+      const agent = await connect(transport, a.agent);
+      const key = `order-${randomUUID()}`;
+      const first = await requestCard(agent, { amount_cents: 840, idempotency_key: key });
+      const approved = await s.request("POST", `/v1/approvals/${first.structuredContent.approval.id}/approve`, { key: a.full });
+      // As between the approval's claim and its card's opening (the hold and mint under way).
+      await s.query("UPDATE cards SET status = 'CREATING' WHERE id = ?", [approved.body.id]);
+      try {
+        const during = await requestCard(agent, { amount_cents: 840, idempotency_key: key });
+        expect(during.isError).toBeFalsy();
+        expect(during.structuredContent).toMatchObject({ outcome: "pending_approval", approval: { status: "APPROVED" } });
+      } finally {
+        await s.query("UPDATE cards SET status = 'OPEN' WHERE id = ?", [approved.body.id]);
+      }
+      expect((await requestCard(agent, { amount_cents: 840, idempotency_key: key })).structuredContent).toMatchObject({ outcome: "issued", card: { id: approved.body.id } });
     });
 
     it("request_card with wait_seconds waits for the decision: a rejection, and a request still pending when the time is up", async () => {
@@ -331,6 +352,19 @@ describe(`MCP server (${processor}, ${dbKind})`, () => {
       expect(err.message).toMatch(/POST \/mcp/);
       expect(res.headers.get("allow")).toBe("POST");
     }
+  });
+
+  it("answers /mcp with the API's own headers (Request-Id, and no cache)", async () => {
+    const init = { jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "1" } } };
+    const res = await fetch(`${s.url}/mcp`, {
+      method: "POST",
+      headers: { "content-type": "application/json", accept: "application/json, text/event-stream", authorization: `Bearer ${s.apiKey}` },
+      body: JSON.stringify(init),
+    });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("request-id")).toMatch(/^req_/);
+    expect(res.headers.get("cache-control")).toMatch(/no-(store|cache)/);
+    await res.body?.cancel();
   });
 
   it("cardctl-mcp explains a missing key instead of starting", async () => {

@@ -1,5 +1,5 @@
 import type { Approval, Card, CardCreated, CardDetail, Cardctl, PendingApproval } from "@cardctl/sdk";
-import { DecisionTimeoutError, formatMoney } from "@cardctl/sdk";
+import { DecisionTimeoutError, NotFoundError, formatMoney } from "@cardctl/sdk";
 import type { RequestHandlerExtra } from "@modelcontextprotocol/sdk/shared/protocol.js";
 import type { CallToolResult, ServerNotification, ServerRequest } from "@modelcontextprotocol/sdk/types.js";
 import { ok } from "./results.js";
@@ -93,6 +93,15 @@ export async function awaitDecision(client: Cardctl, id: string, waitSeconds: nu
 export async function currentDecision(client: Cardctl, id: string, extra: Extra): Promise<CallToolResult> {
   const approval = await client.approvals.retrieve(id, { signal: extra.signal });
   if (approval.status === "PENDING") return pending(approval);
-  if (approval.status === "APPROVED") return issued(await client.cards.get(approval.card_id ?? "", {}, { signal: extra.signal }), approval);
+  if (approval.status === "APPROVED") {
+    try {
+      return issued(await client.cards.get(approval.card_id ?? "", {}, { signal: extra.signal }), approval);
+    } catch (err) {
+      // APPROVED as its card's creation starts; the card shows once it is OPEN (a failed mint
+      // gives the approval back): still pending for the agent, never a not_found to retry around.
+      if (err instanceof NotFoundError) return pending(approval);
+      throw err;
+    }
+  }
   return decided(approval);
 }

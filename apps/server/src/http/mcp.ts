@@ -59,6 +59,8 @@ export function registerMcp(app: FastifyInstance, publicUrl: string) {
       for (const call of calls) if (running.get(call) === end) running.delete(call);
       end();
     });
+    // Hijacked, the reply's headers (Request-Id, Cache-Control, HSTS) would not be sent: they go on the raw response.
+    for (const [name, value] of Object.entries(reply.getHeaders())) if (value !== undefined) reply.raw.setHeader(name, value as string | number | string[]);
     reply.hijack();
     await server.connect(transport);
     await transport.handleRequest(req.raw, reply.raw, req.body);

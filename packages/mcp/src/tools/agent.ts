@@ -19,7 +19,8 @@ const requestCardInput = s.createCardInput.extend({
     .min(1)
     .max(199)
     // It travels as the Idempotency-Key header, which carries printable ASCII only.
-    .regex(/^[\x20-\x7e]+$/, "must be printable ASCII (letters, digits, - _ : and the like): it is sent as the Idempotency-Key header")
+    // Not starting or ending with a space, which HTTP clients trim from a header (" k " would be "k").
+    .regex(/^[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?$/, "must be printable ASCII (letters, digits, - _ : and the like) without spaces at either end: it is sent as the Idempotency-Key header")
     .describe(
       "A key of your own for this purchase (say the order id, or a new UUID). Retry with the same key after an error or a timeout: it answers with the first card (or approval), never a second one. A new purchase needs a new key.",
     ),
