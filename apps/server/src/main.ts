@@ -38,15 +38,25 @@ try {
 const { app, services, boot } = built;
 if (createdDatabase) app.log.info(`created the MySQL database '${createdDatabase}' (it did not exist)`);
 
-// The recovery pass runs at start-up and then on a timer, on every instance.
-const runMaintenance = () =>
-  services.maintenance.run().catch((err) => app.log.error({ err }, "maintenance pass failed"));
-await runMaintenance();
-const timer = config.maintenanceIntervalMs > 0 ? setInterval(runMaintenance, config.maintenanceIntervalMs) : undefined;
+// The recovery pass runs at start-up and then on a timer, on every instance; one at a time here
+// (a pass that outlasts the interval is not joined by the next), and awaited on shutdown.
+let pass: Promise<void> | undefined;
+const runMaintenance = () => {
+  pass ??= services.maintenance
+    .run()
+    .then(
+      () => undefined,
+      (err) => app.log.error({ err }, "maintenance pass failed"),
+    )
+    .finally(() => (pass = undefined));
+  return pass;
+};
+let timer: NodeJS.Timeout | undefined;
 
 for (const signal of ["SIGINT", "SIGTERM"] as const) {
   process.once(signal, async () => {
     clearInterval(timer);
+    await pass;
     await app.close();
     process.exit(0);
   });
@@ -59,5 +69,9 @@ try {
   printSecrets(config, boot.created);
   fail(err, "listen", config);
 }
+// The start-up pass runs once listening: with a backlog, or a slow processor, it takes minutes,
+// which /health does not wait for. The ready banner comes after it (the work a crash left is done).
+await runMaintenance();
+if (config.maintenanceIntervalMs > 0) timer = setInterval(runMaintenance, config.maintenanceIntervalMs);
 // The first start's secrets (once, on stdout, never through the logger), then the ready banner.
 printReady(config, { url, publicUrl: process.env.PUBLIC_URL ? config.publicUrl : url, database: maskUrl(config.databaseUrl), processor: config.processor }, boot.created);

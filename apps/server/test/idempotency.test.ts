@@ -111,6 +111,21 @@ describe(`idempotency (${dbKind})`, () => {
     expect(fresh.body.id).not.toBe(first.body.id);
   });
 
+  it("purges expired keys in batches, past the first thousand, and keeps the others", async () => {
+    const now = Date.now();
+    const rows = Array.from({ length: 2500 }, (_, i) => ["key_purge_test", `expired-${i}`, now - 1]);
+    rows.push(["key_purge_test", "fresh", now + 3_600_000]);
+    for (let i = 0; i < rows.length; i += 500) {
+      const chunk = rows.slice(i, i + 500);
+      await s.query(
+        `INSERT INTO idempotency_keys (api_key_id, idem_key, request_hash, status, response_status, response_body, locked_until, created_at, expires_at) VALUES ${chunk.map(() => "(?, ?, 'h', 'DONE', 200, '{}', 0, 0, ?)").join(", ")}`,
+        chunk.flat(),
+      );
+    }
+    expect(await s.app.services.idempotency.purgeExpired()).toBeGreaterThanOrEqual(2500);
+    expect(await s.query("SELECT idem_key FROM idempotency_keys WHERE api_key_id = 'key_purge_test'")).toEqual([{ idem_key: "fresh" }]);
+  });
+
   it("compares meaning, not bytes: the same fields in another order replay", async () => {
     const first = await create("order-1", { amount_cents: 650, agent_id: "ordered", purpose: "p" });
     const again = await create("order-1", { purpose: "p", agent_id: "ordered", amount_cents: 650 });

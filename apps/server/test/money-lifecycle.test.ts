@@ -577,6 +577,20 @@ describe(`card expiry (${dbKind}, ${processor})`, () => {
   });
   afterAll(() => s.close());
 
+  it("a step of the maintenance pass that fails keeps none of the others from running; the pass reports the failure", async () => {
+    const c = (await s.request("POST", "/v1/cards", { body: { amount_cents: 650 } })).body;
+    await sleep(1100);
+    // The approvals' step (the first) fails: its table is away.
+    await s.query("ALTER TABLE approvals RENAME TO approvals_away");
+    try {
+      await expect(s.app.services.maintenance.run()).rejects.toThrow(/approvals/);
+    } finally {
+      await s.query("ALTER TABLE approvals_away RENAME TO approvals");
+    }
+    // The card's expiry, a later step, ran all the same.
+    expect((await s.request("GET", `/v1/cards/${c.id}`)).body.status).toBe("CLOSED");
+  });
+
   it("a card past expires_at is declined at once, and the maintenance pass closes it and releases its hold", async () => {
     const c = (await s.request("POST", "/v1/cards", { body: { amount_cents: 600 } })).body;
     expect(Date.parse(c.expires_at) - Date.parse(c.created_at)).toBe(1000);

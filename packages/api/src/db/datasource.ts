@@ -125,7 +125,12 @@ export async function migrate(ds: DataSource): Promise<void> {
   }
   const runner = ds.createQueryRunner();
   try {
-    await runner.query("SELECT GET_LOCK('cardctl_migrate', 60)");
+    // 0 when another instance held it for the whole minute (a long migration): wait on.
+    for (;;) {
+      const [row] = await runner.query("SELECT GET_LOCK('cardctl_migrate', 60) AS got");
+      if (Number(row?.got) === 1) break;
+      if (row?.got === null || row?.got === undefined) throw new Error("MySQL refused the migration lock (GET_LOCK returned NULL).");
+    }
     await ds.runMigrations({ transaction: "none" });
   } finally {
     await runner.query("SELECT RELEASE_LOCK('cardctl_migrate')").catch(() => undefined);

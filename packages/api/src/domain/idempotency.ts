@@ -3,7 +3,9 @@ import { affected, isUniqueViolation } from "../db/datasource.js";
 import { IdempotencyEntity } from "../db/entities.js";
 import type { Deps } from "./deps.js";
 import { AppError } from "./errors.js";
-import { fastRepository } from "../db/fast.js";
+import { fastRepository, queryRows, runSql } from "../db/fast.js";
+
+const PURGE_BATCH = 1000;
 
 export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
 
@@ -95,7 +97,24 @@ export class IdempotencyStore {
     await this.repo.update({ api_key_id: apiKeyId, idem_key: key, status: "RUNNING", locked_until: lease }, { locked_until: 0 });
   }
 
+  /** Deletes expired keys, oldest first in batches (short statements that never lock the table for long, after downtime too). */
   async purgeExpired(): Promise<number> {
-    return affected(await this.repo.delete({ expires_at: LessThan(Date.now()) }));
+    const now = Date.now();
+    let purged = 0;
+    for (;;) {
+      const old: { api_key_id: string; idem_key: string }[] = await queryRows(
+        this.deps.ds,
+        `SELECT api_key_id, idem_key FROM idempotency_keys WHERE expires_at < ? ORDER BY expires_at LIMIT ${PURGE_BATCH}`,
+        [now],
+      );
+      if (old.length === 0) return purged;
+      const pairs = old.map(() => "(?, ?)").join(", ");
+      const res = await runSql(this.deps.ds, `DELETE FROM idempotency_keys WHERE expires_at < ? AND (api_key_id, idem_key) IN (${pairs})`, [
+        now,
+        ...old.flatMap((k) => [k.api_key_id, k.idem_key]),
+      ]);
+      purged += res.affected ?? 0;
+      if (old.length < PURGE_BATCH) return purged;
+    }
   }
 }

@@ -30,6 +30,11 @@ export class Maintenance {
     private readonly webhookDeliveries: WebhookDeliveryQueue,
   ) {}
 
+  /**
+   * One pass. A step that fails (the database away for a moment, a processor error it does not
+   * handle) does not keep the others from running: each runs, and the first failure is thrown at
+   * the end, for the caller to log.
+   */
   async run(): Promise<{
     expired: number;
     recovered: number;
@@ -40,18 +45,30 @@ export class Maintenance {
     eventsPurged: number;
     deliveriesPurged: number;
   }> {
-    const expired = await this.approvals.expireDue();
-    const recovered = await this.issuer.recoverStuck(
-      (id) => this.accounts.get(id),
-      (card, error) => this.cards.recoveryFailed(card, error),
+    let failure: unknown;
+    const step = async (work: () => Promise<number>) => {
+      try {
+        return await work();
+      } catch (err) {
+        failure ??= err;
+        return 0;
+      }
+    };
+    const expired = await step(() => this.approvals.expireDue());
+    const recovered = await step(() =>
+      this.issuer.recoverStuck(
+        (id) => this.accounts.get(id),
+        (card, error) => this.cards.recoveryFailed(card, error),
+      ),
     );
-    const cardsExpired = await this.lifecycle.expireDue();
-    const paid = await this.payments.runDue();
-    const settled = await this.cards.settleLeftovers();
-    const purged = await this.idempotency.purgeExpired();
-    const eventsPurged = await this.events.purgeExpired();
-    const deliveriesPurged = await this.webhookDeliveries.purgeExpired();
-    await this.owners.purgeSignInFailures();
+    const cardsExpired = await step(() => this.lifecycle.expireDue());
+    const paid = await step(() => this.payments.runDue());
+    const settled = await step(() => this.cards.settleLeftovers());
+    const purged = await step(() => this.idempotency.purgeExpired());
+    const eventsPurged = await step(() => this.events.purgeExpired());
+    const deliveriesPurged = await step(() => this.webhookDeliveries.purgeExpired());
+    await step(() => this.owners.purgeSignInFailures());
+    if (failure !== undefined) throw failure;
     return { expired, recovered, cardsExpired, paid, settled, purged, eventsPurged, deliveriesPurged };
   }
 }
