@@ -144,6 +144,24 @@ describe(`approvals (${dbKind})`, () => {
     expect((await balance(key)).held_cents).toBe(100 * approved.length);
   });
 
+  it("GET /v1/approvals/:id reads one as the list shows it, on both transports, for agent keys too; 404 for another mode's or account's", async () => {
+    const { account, key } = await fresh();
+    const id = await ask(key, { amount_cents: 1234, agent_id: "one" });
+    const listed = (await approvals(key)).body.data.find((a: any) => a.id === id);
+    const one = await s.request("GET", `/v1/approvals/${id}`, { key });
+    expect(one.status).toBe(200);
+    expectApproval(one.body);
+    expect(one.body).toEqual(listed);
+    expect((await s.request("GET", `/v1/approvals/${id}`, { key: await account.key("test", "agent") })).body).toEqual(listed);
+    expect((await s.request("GET", `/trpc/approvals.retrieve?input=${encodeURIComponent(JSON.stringify({ id }))}`, { key })).body.result.data).toEqual(listed);
+    await s.request("POST", `/v1/approvals/${id}/reject`, { key, body: { reason: "no" } });
+    expect((await s.request("GET", `/v1/approvals/${id}`, { key })).body).toMatchObject({ status: "REJECTED", reason: "no" });
+    expectError(await s.request("GET", `/v1/approvals/${id}`, { key: (await fresh()).key }), 404, "not_found");
+    expectError(await s.request("GET", `/v1/approvals/${id}`, { key: await account.key("live") }), 404, "not_found");
+    expectError(await s.request("GET", "/v1/approvals/appr_doesnotexist", { key }), 404, "not_found");
+    expectError(await s.request("GET", "/v1/approvals/card_nope", { key }), 404, "not_found");
+  });
+
   it("404 not_found for unknown ids and another account's approval (which stays PENDING)", async () => {
     const { key } = await fresh();
     const other = (await fresh()).key;
@@ -260,6 +278,7 @@ describe(`approval expiry (${dbKind})`, () => {
     const reject = expectError(await s.request("POST", `/v1/approvals/${id}/reject`, { key }), 409, "approval_not_pending");
     expect(reject.details).toEqual({ status: "EXPIRED" });
     expect((await s.request("GET", "/v1/approvals", { key })).body).toEqual({ data: [], has_more: false });
+    expect((await s.request("GET", `/v1/approvals/${id}`, { key })).body).toMatchObject({ id, status: "EXPIRED" });
     const expired = (await s.request("GET", "/v1/approvals?status=EXPIRED", { key })).body.data;
     expect(expired).toHaveLength(1);
     expectApproval(expired[0]);

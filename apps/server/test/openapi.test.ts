@@ -29,6 +29,7 @@ describe(`OpenAPI document and docs (${dbKind})`, () => {
     ["put", "/v1/policies/default"],
     ["post", "/v1/policies/check"],
     ["get", "/v1/approvals"],
+    ["get", "/v1/approvals/{id}"],
     ["post", "/v1/approvals/{id}/approve"],
     ["post", "/v1/approvals/{id}/reject"],
     ["post", "/v1/test_helpers/cards/{id}/purchase"],

@@ -189,6 +189,7 @@ export const SUCCESS_EXAMPLES: Record<string, unknown> = {
     effective_policy: { approval_required: true, max_amount_cents: 50000 },
   },
   "get /v1/approvals 200": { data: [approval], has_more: false },
+  "get /v1/approvals/{id} 200": approval,
   "post /v1/approvals/{id}/approve 201": cardCreated,
   "post /v1/approvals/{id}/reject 200": { ok: true, status: "REJECTED" },
   "get /v1/authorizations 200": { data: [authorization], has_more: false },

@@ -7,7 +7,6 @@ import type {
   ApprovalListParams,
   ApprovalRejectParams,
   ApprovalRejectResult,
-  ApprovalStatus,
   Authorization,
   Balance,
   Card,
@@ -94,7 +93,6 @@ export interface WaitOptions {
   pollIntervalMs?: number | undefined;
 }
 
-const APPROVAL_STATUSES: ApprovalStatus[] = ["PENDING", "APPROVED", "REJECTED", "EXPIRED"];
 const seg = (id: string) => encodeURIComponent(id);
 
 /** Cards: create, list, get (with an ephemeral key to reveal the number), close. */
@@ -278,19 +276,11 @@ export class Approvals {
   }
 
   /**
-   * Finds one approval request by id. The API has no single-approval endpoint, so this searches
-   * the lists by status (newest first); pass `createdAt` (ISO) when known to stop early.
-   * @throws {NotFoundError} not found in any list.
+   * Gets one approval request (`GET /v1/approvals/{id}`), its expiry applied.
+   * @throws {NotFoundError} no such approval for this key.
    */
-  async retrieve(id: string, options?: RequestOptions & { createdAt?: string | undefined }): Promise<Approval> {
-    const floor = options?.createdAt ? Date.parse(options.createdAt) : undefined;
-    for (const status of APPROVAL_STATUSES) {
-      for await (const a of this.list({ status, limit: 100 }, options)) {
-        if (a.id === id) return a;
-        if (floor !== undefined && Date.parse(a.created_at) < floor) break;
-      }
-    }
-    throw new NotFoundError({ status: 404, code: "not_found", message: `No approval ${id} for this key.` });
+  retrieve(id: string, options?: RequestOptions): Promise<Approval> {
+    return this.http.request({ method: "GET", path: `/approvals/${seg(id)}`, options });
   }
 
   /**
@@ -332,14 +322,13 @@ export class Approvals {
     signal?.addEventListener("abort", onAbort, { once: true });
     const timer = Number.isFinite(deadline) ? setTimeout(() => controller.abort(), Math.max(0, deadline - Date.now())) : undefined;
     const opts: RequestOptions = { signal: controller.signal };
-    let createdAt: string | undefined;
     let interval = pollIntervalMs ?? 1000;
     try {
       for (;;) {
         let approval: Approval | undefined;
         let serverWaitMs = 0;
         try {
-          approval = await this.retrieve(id, { ...opts, createdAt });
+          approval = await this.retrieve(id, opts);
         } catch (err) {
           if (err instanceof UserAbortError && !signal?.aborted) throw new DecisionTimeoutError(id, timeoutMs ?? 0);
           if (!isTransient(err)) throw err;
@@ -347,7 +336,6 @@ export class Approvals {
           if (err instanceof RateLimitError) serverWaitMs = err.retryAfterMs ?? 0;
         }
         if (approval) {
-          createdAt = approval.created_at;
           if (approval.status === "APPROVED") {
             if (!approval.card_id)
               throw new CardctlError({ code: "missing_card_id", message: `Approval ${id} is APPROVED but names no card.` });

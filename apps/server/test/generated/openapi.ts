@@ -151,6 +151,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/approvals/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Retrieve an approval request */
+        get: operations["approvals-retrieve"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/approvals/{id}/approve": {
         parameters: {
             query?: never;
@@ -1960,6 +1977,55 @@ export interface operations {
                         data: components["schemas"]["Approval"][];
                         has_more: boolean;
                     };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    "approvals-retrieve": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description appr_… identifier
+                 * @example appr_3KfT8wQz1VnB6yHc2MsLd9Xa
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful response */
+            200: {
+                headers: {
+                    "Request-Id": components["headers"]["Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "appr_3KfT8wQz1VnB6yHc2MsLd9Xa",
+                     *       "amount_cents": 2500,
+                     *       "agent_id": "shopping-agent",
+                     *       "purpose": "Domain renewal",
+                     *       "status": "PENDING",
+                     *       "reason": null,
+                     *       "card_id": null,
+                     *       "expires_at": "2026-11-04T14:05:09.000Z",
+                     *       "created_at": "2026-11-03T14:05:09.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Approval"];
                 };
             };
             400: components["responses"]["BadRequest"];

@@ -115,6 +115,11 @@ export class ApprovalService {
     });
   }
 
+  /** One approval request of the key's account and mode (its expiry applied); 404 for another's. */
+  get(p: Principal, id: string): Promise<Approval> {
+    return this.find(p, id);
+  }
+
   private async find(p: Principal, id: string): Promise<Approval> {
     await this.expireDue(p);
     const a = await this.repo.findOneBy({ id, account_id: p.accountId, mode: p.mode });

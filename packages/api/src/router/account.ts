@@ -104,6 +104,12 @@ export const approvalsRouter = router({
       return { data: page.data.map(approvalView), has_more: page.has_more };
     }),
 
+  retrieve: apiProcedure
+    .meta({ openapi: { method: "GET", path: "/approvals/{id}", tags: ["approvals"], summary: "Retrieve an approval request" } })
+    .input(s.approvalIdInput)
+    .output(s.approval)
+    .query(async ({ ctx, input }) => approvalView(await ctx.services.approvals.get(ctx.principal, input.id))),
+
   approve: fullAccessProcedure
     .meta({
       openapi: { method: "POST", path: "/approvals/{id}/approve", tags: ["approvals"], summary: "Approve and issue the card" },
