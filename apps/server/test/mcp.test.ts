@@ -354,6 +354,22 @@ describe(`MCP server (${processor}, ${dbKind})`, () => {
     }
   });
 
+  it("a cancel over HTTP never ends another client's call that has the same key and id", async () => {
+    const a = await account({ approval: true });
+    const [one, two] = [await connect("http", a.agent), await connect("http", a.agent)];
+    const approvalId = (await requestCard(one, { amount_cents: 810 })).structuredContent.approval.id as string;
+    await call(two, "list_cards"); // both clients have made one call: their next ids are the same
+    const abort = new AbortController();
+    const cancelled = one.callTool({ name: "wait_for_approval", arguments: { id: approvalId, wait_seconds: 30 } }, undefined, { signal: abort.signal });
+    const other = two.callTool({ name: "wait_for_approval", arguments: { id: approvalId, wait_seconds: 30 } });
+    await sleep(1000);
+    abort.abort();
+    await expect(cancelled).rejects.toThrow();
+    await sleep(300);
+    expect((await s.request("POST", `/v1/approvals/${approvalId}/approve`, { key: a.full })).status).toBe(201);
+    expect(((await other) as CallToolResult & { structuredContent: Structured }).structuredContent).toMatchObject({ outcome: "issued" });
+  });
+
   it("answers /mcp with the API's own headers (Request-Id, and no cache)", async () => {
     const init = { jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "1" } } };
     const res = await fetch(`${s.url}/mcp`, {

@@ -18,8 +18,10 @@ export function registerMcp(app: FastifyInstance, publicUrl: string) {
    * The calls running on this instance, by key and JSON-RPC id: stateless, a client's
    * notifications/cancelled comes in a POST of its own, whose fresh server knows no call; it ends
    * the call's own server here instead (closing it aborts the tool's signal: a wait stops polling).
+   * Two clients sharing a key may use the same ids: a cancel that matches more than one call ends
+   * none (each then ends at its own time), never another client's.
    */
-  const running = new Map<string, () => void>();
+  const running = new Map<string, Set<() => void>>();
   const callKey = (apiKey: string, id: unknown) => `${sha256(apiKey)}:${JSON.stringify(id)}`;
   app.post("/mcp", { config: { rateLimit: false } }, async (req, reply) => {
     // The transport spec's rule: a request a web page sent (it has an Origin) from another site is refused.
@@ -28,6 +30,13 @@ export function registerMcp(app: FastifyInstance, publicUrl: string) {
       return refuse(req, reply, new AppError(403, "forbidden", `Origin ${origin} may not call /mcp: only this server's own (${ownOrigin}), or a client sending no Origin.`));
     const apiKey = bearer(req);
     if (!apiKey) return refuse(req, reply, new AppError(401, "unauthorized", "Send your API key as 'Authorization: Bearer <API_KEY>'."));
+    const messages = (Array.isArray(req.body) ? req.body : [req.body]) as { id?: unknown; method?: unknown; params?: { requestId?: unknown } }[];
+    // Before anything the API counts: a key at its rate limit can still cancel its own calls.
+    for (const m of messages)
+      if (m?.method === "notifications/cancelled" && m.params?.requestId !== undefined) {
+        const ends = running.get(callKey(apiKey, m.params.requestId));
+        if (ends?.size === 1) for (const end of ends) end();
+      }
     let opened: Awaited<ReturnType<typeof createCardctlMcpServer>>;
     try {
       opened = await createCardctlMcpServer({
@@ -46,17 +55,18 @@ export function registerMcp(app: FastifyInstance, publicUrl: string) {
     }
     const { server } = opened;
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
-    const messages = (Array.isArray(req.body) ? req.body : [req.body]) as { id?: unknown; method?: unknown; params?: { requestId?: unknown } }[];
-    for (const m of messages)
-      if (m?.method === "notifications/cancelled" && m.params?.requestId !== undefined) running.get(callKey(apiKey, m.params.requestId))?.();
     const calls = messages.filter((m) => m?.method === "tools/call" && m.id !== undefined).map((m) => callKey(apiKey, m.id));
     const end = () => {
       void transport.close();
       void server.close();
     };
-    for (const call of calls) running.set(call, end);
+    for (const call of calls) running.set(call, (running.get(call) ?? new Set()).add(end));
     reply.raw.on("close", () => {
-      for (const call of calls) if (running.get(call) === end) running.delete(call);
+      for (const call of calls) {
+        const ends = running.get(call);
+        ends?.delete(end);
+        if (ends?.size === 0) running.delete(call);
+      }
       end();
     });
     // Hijacked, the reply's headers (Request-Id, Cache-Control, HSTS) would not be sent: they go on the raw response.
