@@ -370,6 +370,24 @@ describe(`MCP server (${processor}, ${dbKind})`, () => {
     expect(((await other) as CallToolResult & { structuredContent: Structured }).structuredContent).toMatchObject({ outcome: "issued" });
   });
 
+  it("works behind a proxy that serves the API under a path of PUBLIC_URL", async () => {
+    const t = await startServer({ PUBLIC_URL: "http://cards.example.com/cardctl" });
+    try {
+      const client = new Client({ name: "cardctl-test", version: "1.0.0" });
+      await client.connect(new StreamableHTTPClientTransport(new URL(`${t.url}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${t.apiKey}` } } }));
+      try {
+        const issued = (await client.callTool({ name: "request_card", arguments: { amount_cents: 900, idempotency_key: randomUUID() } })) as CallToolResult & { structuredContent: Structured };
+        expect(issued.structuredContent.outcome).toBe("issued");
+        const r = (await client.callTool({ name: "reveal_card", arguments: { id: issued.structuredContent.card.id } })) as CallToolResult & { structuredContent: Structured };
+        expect(r.structuredContent.reveal.url).toMatch(/^http:\/\/cards\.example\.com\/cardctl\/simulated-processor\/v1\/issuing\/cards\//);
+      } finally {
+        await client.close();
+      }
+    } finally {
+      await t.close();
+    }
+  });
+
   it("answers /mcp with the API's own headers (Request-Id, and no cache)", async () => {
     const init = { jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "1" } } };
     const res = await fetch(`${s.url}/mcp`, {

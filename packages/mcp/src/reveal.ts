@@ -20,7 +20,8 @@ export async function revealCard(client: Cardctl, id: string, mode: RevealMode, 
     );
   }
   const card = await client.cards.get(id, {}, { signal });
-  const url = new URL(card.reveal.url, mode.baseUrl).toString();
+  // A path on the service (the simulated processor) goes under the base, its own path (a proxy's prefix) kept.
+  const url = card.reveal.url.startsWith("/") ? `${mode.baseUrl.replace(/\/$/, "")}${card.reveal.url}` : card.reveal.url;
   const headers: Record<string, string> = { Authorization: `Bearer ${card.ephemeral_key_secret}` };
   if (card.reveal.api_version) headers["Stripe-Version"] = card.reveal.api_version;
   const fetchUrl = `${url}${url.includes("?") ? "&" : "?"}expand[]=number&expand[]=cvc`;

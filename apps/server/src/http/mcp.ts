@@ -40,7 +40,7 @@ export function registerMcp(app: FastifyInstance, publicUrl: string) {
     let opened: Awaited<ReturnType<typeof createCardctlMcpServer>>;
     try {
       opened = await createCardctlMcpServer({
-        api: { apiKey, baseUrl: publicUrl, fetch: injectFetch(app, req), maxRetries: 0 },
+        api: { apiKey, baseUrl: publicUrl, fetch: injectFetch(app, req, publicUrl), maxRetries: 0 },
         reveal: { kind: "key", baseUrl: publicUrl },
       });
     } catch (err) {
@@ -94,10 +94,15 @@ function bearer(req: FastifyRequest): string | undefined {
   return m?.[1];
 }
 
-/** A fetch that runs the request through this server (auth, rate limit and all) from the caller's address. */
-function injectFetch(app: FastifyInstance, from: FastifyRequest) {
+/**
+ * A fetch that runs the request through this server (auth, rate limit and all) from the caller's
+ * address. The SDK's URLs are under PUBLIC_URL, whose path (a proxy's prefix) this server does not see.
+ */
+function injectFetch(app: FastifyInstance, from: FastifyRequest, publicUrl: string) {
+  const prefix = new URL(publicUrl).pathname.replace(/\/$/, "");
   return async (input: string, init: RequestInit): Promise<Response> => {
     const url = new URL(input);
+    if (prefix && url.pathname.startsWith(`${prefix}/`)) url.pathname = url.pathname.slice(prefix.length);
     const signal = init.signal;
     signal?.throwIfAborted();
     const injected = app.inject({
