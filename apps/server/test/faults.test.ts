@@ -165,3 +165,37 @@ describe(`processor faults (${dbKind})`, () => {
     expect((await s.request("GET", "/v1/cards", { key })).body.data).toEqual([]);
   });
 });
+
+describe(`recovery passes at once (${dbKind})`, () => {
+  it("two passes at once work each leftover card once: at the processor, what one pass alone does", async () => {
+    const s = await startServer({ PROCESSOR_TIMEOUT_MS: "300" });
+    try {
+      const key = await (await s.newAccount()).key();
+      /** Three cards closed while the processor refused their revoke: their follow-up is left to the pass. */
+      const leftovers = async () => {
+        const ids: string[] = [];
+        s.processor.fail("revoke", "fail");
+        for (let i = 0; i < 3; i++) {
+          const card = (await s.request("POST", "/v1/cards", { key, body: { amount_cents: 500 + i } })).body;
+          expectError(await s.request("POST", `/v1/cards/${card.id}/close`, { key }), 502, "processor_error");
+          ids.push(card.id);
+        }
+        s.processor.clear();
+        await s.query(`UPDATE cards SET recovery_next_at = 0 WHERE id IN (${ids.map(() => "?").join(", ")})`, ids);
+        return ids;
+      };
+      const revokes = async (passes: number) => {
+        const before = s.processor.calls("revoke");
+        await Promise.all(Array.from({ length: passes }, () => s.app.services.maintenance.run()));
+        return s.processor.calls("revoke") - before;
+      };
+      const alone = await leftovers();
+      const once = await revokes(1);
+      const raced = await leftovers();
+      expect(await revokes(2)).toBe(once);
+      for (const id of [...alone, ...raced]) expect(await s.processor.cards(id)).toEqual(["canceled"]);
+    } finally {
+      await s.close();
+    }
+  });
+});

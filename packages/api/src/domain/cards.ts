@@ -259,8 +259,21 @@ export class CardService {
     // Both databases sort NULL (never failed) first.
     const rows = await this.repo.findWhereSql(`${FOLLOW_UP_OUTSTANDING} AND ${DUE_FOR_RECOVERY}`, [Date.now()], " ORDER BY recovery_next_at ASC, seq ASC LIMIT 100");
     let n = 0;
-    for (const card of rows) if (await this.followUp(card)) n++;
+    for (const card of rows) if ((await this.claimFollowUp(card)) && (await this.followUp(card))) n++;
     return n;
+  }
+
+  /**
+   * Takes a card's follow-up for this pass: its next attempt moves a lease on (conditional on the
+   * value read), so passes at once, on one instance or several, work it once; a pass that dies
+   * leaves it due again when the lease ends.
+   */
+  async claimFollowUp(card: Card): Promise<boolean> {
+    const until = Date.now() + this.deps.config.creationLeaseMs;
+    const res = await this.repo.update({ id: card.id, needs_attention: false, recovery_next_at: card.recovery_next_at ?? IsNull() }, { recovery_next_at: until });
+    if (affected(res) !== 1) return false;
+    card.recovery_next_at = until;
+    return true;
   }
 
   /**

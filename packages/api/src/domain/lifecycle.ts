@@ -525,6 +525,7 @@ export class CardLifecycle {
       if (await this.expire(card, now)) n++;
     const used = await this.cards.findWhereSql(`${EXPIRED_USED} AND ${DUE_FOR_RECOVERY}`, [now, now], " LIMIT 100");
     for (const card of used) {
+      if (!(await this.cardService.claimFollowUp(card))) continue;
       await this.cardService.followUp(card);
       n++;
     }
