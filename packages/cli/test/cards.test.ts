@@ -193,6 +193,14 @@ describe("approvals", () => {
     expect(r.json()).toEqual({ ok: true, status: "REJECTED" });
     const rejected = (await cli(["approvals", "list", "--status", "rejected", "--json"])).json();
     expect(rejected.data[0]).toMatchObject({ id: id2, reason: "too much" });
+    const got = await cli(["approvals", "get", id2]);
+    expect(got.code, got.stderr).toBe(0);
+    expect(got.stdout).toMatch(new RegExp(`ID\\s+${id2}`));
+    expect(got.stdout).toMatch(/Status\s+REJECTED/);
+    expect(got.stdout).toMatch(/Amount\s+\$3\.00/);
+    expect(got.stdout).toMatch(/Reason\s+too much/);
+    expect((await cli(["approvals", "get", id1, "--json"])).json()).toMatchObject({ id: id1, status: "APPROVED", card_id: expect.stringMatching(/^card_/) });
+    expect((await cli(["approvals", "get", "appr_nope"])).code).toBe(1);
 
     const again = await cli(["approvals", "approve", id1]);
     expect(again.code).toBe(1);
@@ -406,7 +414,7 @@ describe("output", () => {
     const b = await cli(["completion", "bash"]);
     expect(b.code).toBe(0);
     expect(b.stdout).toContain("complete -F _cardctl cardctl");
-    expect(b.stdout).toContain('"approvals") words="list approve reject watch');
+    expect(b.stdout).toContain('"approvals") words="list get approve reject watch');
     const z = await cli(["completion", "zsh"]);
     expect(z.stdout.startsWith("#compdef cardctl")).toBe(true);
     const { spawnSync } = await import("node:child_process");

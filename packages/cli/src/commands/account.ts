@@ -145,6 +145,28 @@ export function registerAccount(program: Command): void {
       if (page.has_more) ctx.out.hint("More approvals exist: use --all or a larger --limit.");
     });
   approvals
+    .command("get")
+    .argument("<id>", "approval id (appr_…)")
+    .description("Show one approval request: what was asked, its status, and its card or reason")
+    .action(async (id: string, _o: unknown, cmd: Command) => {
+      const ctx = ctxOf(cmd);
+      const { out } = ctx;
+      const a: any = await ctx.client().approvals.retrieve(id);
+      if (out.json) return out.printJson(a);
+      const when = (iso: string) => `${relativeTime(iso)} ${out.style(`(${iso})`, "dim")}`;
+      out.kv([
+        ["ID", a.id],
+        ["Status", out.status(a.status)],
+        ["Amount", out.money(a.amount_cents)],
+        ["Agent", a.agent_id ?? "-"],
+        ["Purpose", a.purpose ?? "-"],
+        ["Created", when(a.created_at)],
+        ["Expires", when(a.expires_at)],
+        ...(a.card_id ? ([["Card", a.card_id]] as Array<[string, string]>) : []),
+        ...(a.reason ? ([["Reason", a.reason]] as Array<[string, string]>) : []),
+      ]);
+    });
+  approvals
     .command("approve")
     .argument("<id>", "approval id (appr_…)")
     .description("Approve a pending request: the card is issued now")
