@@ -9,6 +9,7 @@ export { addEventFanOut, eventJson, eventStatements, type EventFanOut, type Even
 export { WebhookWorker, type WebhookWorkerOptions } from "./domain/webhook-worker.js";
 export { WebhookSender, type SendWebhook, type SendOutcome, type WebhookMessage } from "./webhooks/sender.js";
 export { ThreadedWebhookSender } from "./webhooks/threaded-sender.js";
+export { ipv6Bytes } from "./webhooks/addresses.js";
 export { sha256, safeEqual } from "./domain/secrets.js";
 export { credentialOf } from "./domain/credentials.js";
 export { describeIssues, validationError, type ValidationIssue } from "./domain/validation.js";

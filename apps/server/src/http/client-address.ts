@@ -1,3 +1,4 @@
+import { ipv6Bytes } from "@cardctl/api";
 import { isIPv6 } from "node:net";
 
 /**
@@ -10,13 +11,6 @@ export function clientAddress(ip: string): string {
   if (!isIPv6(address)) return address;
   const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/.exec(address);
   if (mapped) return mapped[1]!;
-  const [head, tail] = address.split("::") as [string, string | undefined];
-  const groups = head ? head.split(":") : [];
-  if (tail !== undefined) {
-    const rest = tail ? tail.split(":") : [];
-    // An IPv4 ending (a.b.c.d) is two groups; it lies past the first four anyway.
-    const size = rest.reduce((n, g) => n + (g.includes(".") ? 2 : 1), 0);
-    groups.push(...Array<string>(8 - groups.length - size).fill("0"), ...rest);
-  }
-  return `${groups.slice(0, 4).map((g) => parseInt(g, 16).toString(16)).join(":")}::/64`;
+  const b = ipv6Bytes(address);
+  return `${[0, 2, 4, 6].map((i) => ((b[i]! << 8) | b[i + 1]!).toString(16)).join(":")}::/64`;
 }

@@ -22,7 +22,7 @@ for (const [net, prefix] of [
   blocked.addSubnet(net, prefix, "ipv6");
 
 /** The 16 bytes of an IPv6 address (`::` and a trailing dotted quad included). */
-function ipv6Bytes(address: string): number[] {
+export function ipv6Bytes(address: string): number[] {
   let text = address.toLowerCase().replace(/%.*$/, "");
   const quad = /(\d+)\.(\d+)\.(\d+)\.(\d+)$/.exec(text);
   if (quad) {
