@@ -1,5 +1,5 @@
 import type { Approval, Card, CardCreated, CardDetail, Cardctl, PendingApproval } from "@cardctl/sdk";
-import { DecisionTimeoutError, NotFoundError, formatMoney } from "@cardctl/sdk";
+import { DecisionTimeoutError, formatMoney, type ApprovalState } from "@cardctl/sdk";
 import type { RequestHandlerExtra } from "@modelcontextprotocol/sdk/shared/protocol.js";
 import type { CallToolResult, ServerNotification, ServerRequest } from "@modelcontextprotocol/sdk/types.js";
 import { ok } from "./results.js";
@@ -78,8 +78,7 @@ export async function awaitDecision(client: Cardctl, id: string, waitSeconds: nu
   try {
     // The SDK's own polling: every second at first, then less often (up to 15 s), so a long wait
     // spends few of the key's hourly requests.
-    const d = await client.approvals.waitForDecision(id, { timeoutMs: waitSeconds * 1000, signal: extra.signal });
-    return d.status === "APPROVED" ? issued(d.card, d.approval) : decided(d.approval);
+    return answerFor(await client.approvals.waitForDecision(id, { timeoutMs: waitSeconds * 1000, signal: extra.signal }));
   } catch (err) {
     if (!(err instanceof DecisionTimeoutError)) throw err;
     // Decided right at the deadline or not: one last look.
@@ -91,17 +90,9 @@ export async function awaitDecision(client: Cardctl, id: string, waitSeconds: nu
 
 /** An approval request as it stands now: still pending, or decided (with its card when approved). */
 export async function currentDecision(client: Cardctl, id: string, extra: Extra): Promise<CallToolResult> {
-  const approval = await client.approvals.retrieve(id, { signal: extra.signal });
-  if (approval.status === "PENDING") return pending(approval);
-  if (approval.status === "APPROVED") {
-    try {
-      return issued(await client.cards.get(approval.card_id ?? "", {}, { signal: extra.signal }), approval);
-    } catch (err) {
-      // APPROVED as its card's creation starts; the card shows once it is OPEN (a failed mint
-      // gives the approval back): still pending for the agent, never a not_found to retry around.
-      if (err instanceof NotFoundError) return pending(approval);
-      throw err;
-    }
-  }
-  return decided(approval);
+  // PENDING too while an approved request's card is being created: never a not_found to retry around.
+  return answerFor(await client.approvals.decision(id, { signal: extra.signal }));
 }
+
+const answerFor = (state: ApprovalState) =>
+  state.status === "PENDING" ? pending(state.approval) : state.status === "APPROVED" ? issued(state.card, state.approval) : decided(state.approval);

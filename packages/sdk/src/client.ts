@@ -75,6 +75,13 @@ export type ApprovalDecision =
   | { status: "EXPIRED"; approval: Approval };
 
 /**
+ * An approval request as it stands (`approvals.decision`): decided, or `PENDING` while nobody has
+ * decided and while an approved request's card is still being created (`approval.status` is then
+ * `APPROVED`).
+ */
+export type ApprovalState = ApprovalDecision | { status: "PENDING"; approval: Approval };
+
+/**
  * Result of `cards.createAndWait`: a usable card (`approval` is null when the policy needed no
  * approval), or the approval request that was rejected or expired.
  */
@@ -303,6 +310,27 @@ export class Approvals {
   }
 
   /**
+   * Where an approval request stands now, in one or two requests (`GET /v1/approvals/{id}`, then
+   * `GET /v1/cards/{card_id}` once approved): `{ status: "APPROVED", approval, card }`, `{ status:
+   * "REJECTED" | "EXPIRED", approval }`, or `{ status: "PENDING", approval }`, also while an
+   * approved request's card is still being created (the card shows once it is `OPEN`; if its
+   * creation fails, the request goes back to `PENDING`).
+   * @throws {NotFoundError} no such approval for this key.
+   */
+  async decision(id: string, options?: RequestOptions): Promise<ApprovalState> {
+    const approval = await this.retrieve(id, options);
+    if (approval.status === "PENDING") return { status: "PENDING", approval };
+    if (approval.status !== "APPROVED") return { status: approval.status, approval };
+    if (!approval.card_id) throw new CardctlError({ code: "missing_card_id", message: `Approval ${id} is APPROVED but names no card.` });
+    try {
+      return { status: "APPROVED", approval, card: await this.client.cards.get(approval.card_id, {}, options) };
+    } catch (err) {
+      if (err instanceof NotFoundError) return { status: "PENDING", approval };
+      throw err;
+    }
+  }
+
+  /**
    * Polls until a human decides (or the request expires): resolves to `{ status: "APPROVED",
    * approval, card }` (the card as `cards.get` returns it, with `ephemeral_key_secret`), or to
    * `{ status: "REJECTED" | "EXPIRED", approval }`. Transient failures while polling (network,
@@ -325,32 +353,15 @@ export class Approvals {
     let interval = pollIntervalMs ?? 1000;
     try {
       for (;;) {
-        let approval: Approval | undefined;
         let serverWaitMs = 0;
         try {
-          approval = await this.retrieve(id, opts);
+          const state = await this.decision(id, opts);
+          if (state.status !== "PENDING") return state;
         } catch (err) {
           if (err instanceof UserAbortError && !signal?.aborted) throw new DecisionTimeoutError(id, timeoutMs ?? 0);
           if (!isTransient(err)) throw err;
           // Rate limited: polling before the window resets would only be refused again.
           if (err instanceof RateLimitError) serverWaitMs = err.retryAfterMs ?? 0;
-        }
-        if (approval) {
-          if (approval.status === "APPROVED") {
-            if (!approval.card_id)
-              throw new CardctlError({ code: "missing_card_id", message: `Approval ${id} is APPROVED but names no card.` });
-            try {
-              const card = await this.client.cards.get(approval.card_id, {}, opts);
-              return { status: "APPROVED", approval, card };
-            } catch (err) {
-              if (err instanceof UserAbortError && !signal?.aborted) throw new DecisionTimeoutError(id, timeoutMs ?? 0);
-              // Not found: the approval is APPROVED as its card's creation starts, and the card
-              // shows once it is OPEN (if the mint fails, the approval goes back to PENDING).
-              if (!isTransient(err) && !(err instanceof NotFoundError)) throw err;
-              // the next poll finds it APPROVED again and fetches the card again
-            }
-          }
-          if (approval.status === "REJECTED" || approval.status === "EXPIRED") return { status: approval.status, approval };
         }
         if (Date.now() >= deadline) throw new DecisionTimeoutError(id, timeoutMs ?? 0);
         try {

@@ -11,6 +11,7 @@ export {
   Events,
   WebhookEndpoints,
   type ApprovalDecision,
+  type ApprovalState,
   type CreateAndWaitResult,
   type WaitOptions,
   type ListParams,

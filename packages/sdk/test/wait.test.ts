@@ -92,6 +92,37 @@ describe("waitForDecision / createAndWait (approvals live a day)", () => {
   });
 });
 
+describe("approvals.decision", () => {
+  let s: TestServer;
+  beforeAll(async () => {
+    s = await startServer();
+  });
+  afterAll(() => s?.close());
+
+  it("PENDING, APPROVED with its card (PENDING while that card is being created), REJECTED; 404 for an unknown id", async () => {
+    const c = await approvalClient(s);
+    const one = await c.cards.create({ amount_cents: 610 });
+    const two = await c.cards.create({ amount_cents: 620 });
+    if (one.status !== "PENDING_APPROVAL" || two.status !== "PENDING_APPROVAL") throw new Error("expected pending approvals");
+    expect(await c.approvals.decision(one.approval_id)).toEqual({ status: "PENDING", approval: expect.objectContaining({ id: one.approval_id, status: "PENDING" }) });
+
+    const card = await c.approvals.approve(one.approval_id);
+    // As between the approval's claim and its card's opening (the hold and mint under way).
+    await s.query("UPDATE cards SET status = 'CREATING' WHERE id = ?", [card.id]);
+    try {
+      expect(await c.approvals.decision(one.approval_id)).toEqual({ status: "PENDING", approval: expect.objectContaining({ status: "APPROVED", card_id: card.id }) });
+    } finally {
+      await s.query("UPDATE cards SET status = 'OPEN' WHERE id = ?", [card.id]);
+    }
+    const approved = await c.approvals.decision(one.approval_id);
+    expect(approved).toMatchObject({ status: "APPROVED", approval: { id: one.approval_id }, card: { id: card.id, status: "OPEN", ephemeral_key_secret: expect.any(String) } });
+
+    await c.approvals.reject(two.approval_id, { reason: "no" });
+    expect(await c.approvals.decision(two.approval_id)).toEqual({ status: "REJECTED", approval: expect.objectContaining({ status: "REJECTED", reason: "no" }) });
+    await expect(c.approvals.decision("appr_doesnotexist")).rejects.toBeInstanceOf(NotFoundError);
+  });
+});
+
 describe("waitForDecision with APPROVAL_TTL_SECONDS=1", () => {
   let s: TestServer;
   beforeAll(async () => {

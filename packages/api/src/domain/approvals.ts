@@ -116,11 +116,7 @@ export class ApprovalService {
   }
 
   /** One approval request of the key's account and mode (its expiry applied); 404 for another's. */
-  get(p: Principal, id: string): Promise<Approval> {
-    return this.find(p, id);
-  }
-
-  private async find(p: Principal, id: string): Promise<Approval> {
+  async get(p: Principal, id: string): Promise<Approval> {
     await this.expireDue(p);
     const a = await this.repo.findOneBy({ id, account_id: p.accountId, mode: p.mode });
     if (!a) throw notFound("approval");
@@ -135,7 +131,7 @@ export class ApprovalService {
    * that claimed it (same Idempotency-Key: `decisionKey`) answers with that card.
    */
   async approve(p: Principal, id: string, decisionKey?: string): Promise<Card> {
-    const a = await this.find(p, id);
+    const a = await this.get(p, id);
     const { account, policy: base } = await this.accounts.getWithPolicy(p);
     // Decided already: the card of the approve that decided it under this key (a retry), else 409.
     const decided = async (current: Approval): Promise<Card> => {
@@ -157,12 +153,12 @@ export class ApprovalService {
       ),
     );
     // Another approve claimed it first: perhaps one with this key (a retry that took the key over).
-    return card ?? decided(await this.find(p, id));
+    return card ?? decided(await this.get(p, id));
   }
 
   /** Rejects a pending request; a retry of the reject that decided it (same `decisionKey`) is answered as the first was. */
   async reject(p: Principal, id: string, reason: string | null, decisionKey?: string): Promise<void> {
-    const a = await this.find(p, id);
+    const a = await this.get(p, id);
     const now = Date.now();
     const decision = { status: "REJECTED" as const, reason, decision_key: decisionKey ?? null, decided_at: now };
     const done =
@@ -173,7 +169,7 @@ export class ApprovalService {
         [{ accountId: p.accountId, mode: p.mode, type: "approval.rejected", object: approvalView({ ...a, ...decision }), actor: actorOf(p) }],
       ));
     if (done) return;
-    const current = await this.find(p, id);
+    const current = await this.get(p, id);
     if (current.status === "REJECTED" && decisionKey !== undefined && current.decision_key === decisionKey) return;
     throw notPending(current);
   }

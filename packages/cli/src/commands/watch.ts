@@ -1,5 +1,6 @@
 import type { Command } from "commander";
 import { createInterface, emitKeypressEvents } from "node:readline";
+import { EVENT_TYPES } from "@cardctl/contract/event-types";
 import { ctxOf, type Ctx } from "../context.js";
 import { isApiError } from "../errors.js";
 import { relativeTime, terminalSafe, truncate } from "../output.js";
@@ -18,7 +19,7 @@ async function fetchPending(ctx: Ctx): Promise<Approval[]> {
   return (await ctx.client().approvals.list({ status: "PENDING", limit: 100 } as any).toArray(500)) as Approval[];
 }
 
-const APPROVAL_EVENTS = ["approval.created", "approval.approved", "approval.rejected", "approval.expired"] as const;
+const APPROVAL_EVENTS = EVENT_TYPES.filter((t) => t.startsWith("approval."));
 
 /**
  * Calls `changed` on each approval event of the account as it happens (GET /v1/events/stream),
@@ -30,7 +31,7 @@ function onApprovalEvents(ctx: Ctx, changed: () => void, lost: (err: unknown) =>
   const stop = new AbortController();
   void (async () => {
     try {
-      for await (const _ of ctx.client().events.stream({ types: [...APPROVAL_EVENTS], signal: stop.signal, onConnect: changed })) changed();
+      for await (const _ of ctx.client().events.stream({ types: APPROVAL_EVENTS, signal: stop.signal, onConnect: changed })) changed();
     } catch (err) {
       if (!stop.signal.aborted) lost(err);
     }
